@@ -1,0 +1,184 @@
+"""The general Perceptron (Khardon & Wachman 2007) in float64: forms ``primal`` and ``dual``.
+
+Both follow ``reference.perceptron`` trial for trial (SPEC.md, "perceptron") and share the
+block-ahead driver.  ``primal`` keeps w and b (linear kernel only; X dense or CSR); ``dual``
+keeps alpha over a support set and the kernel rows k(x_s, X) of its support vectors, each
+computed once when the example first updates (up to ``KERNEL_CACHE_BYTES``; rows of further
+support vectors are recomputed per block).  The hypotheses' statistics (votes, longest
+survivor, averaged) follow from the list of updates alone and are computed once at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import validate
+from ..errors import ParamError
+from ..kernels import Kernel, parse_kernel
+from ..reference._common import check_epochs
+from ..reference.perceptron import PARAMS
+from ..trace import Trace
+from ._driver import run_blocks
+
+KERNEL_CACHE_BYTES = 512 * 2**20
+
+
+class _Model:
+    """What both forms share: parameters as floats, alpha, the update rule's guard."""
+
+    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
+        self.X, self.y, self.kernel = X, y, kernel
+        self.eta, self.b0, self.C = float(p["eta"]), float(p["b0"]), float(p["C"])
+        self.tau, self.lam = float(p["tau"]), float(p["lam"])
+        self.bound = p["alpha_bound"]
+        self.alpha = np.zeros(y.shape[0], dtype=np.int64)
+        self.b = self.b0
+        self.lam_terms = (self.lam * y * kernel.diagonal(X)) if self.lam else None
+
+    def lambda_trick(self, scores: np.ndarray, start: int, stop: int) -> np.ndarray:
+        if self.lam_terms is not None:
+            scores += np.where(self.alpha[start:stop] > 0, self.lam_terms[start:stop], 0.0)
+        return scores
+
+    def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
+        wants = margins <= self.tau
+        if self.bound is not None:
+            wants &= self.alpha[start:stop] < self.bound
+        return wants
+
+    def count_update(self, j: int) -> None:
+        self.alpha[j] += 1
+        self.b += self.eta * self.C * self.y[j]
+
+
+class _Primal(_Model):
+    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
+        super().__init__(X, y, p, kernel)
+        self.w = np.zeros(X.shape[1])
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        s = self.X[start:stop] @ self.w
+        s += self.b
+        return self.lambda_trick(s, start, stop)
+
+    def update(self, j: int) -> None:
+        step = self.eta * self.y[j]
+        if sp.issparse(self.X):
+            lo, hi = self.X.indptr[j], self.X.indptr[j + 1]
+            self.w[self.X.indices[lo:hi]] += step * self.X.data[lo:hi]
+        else:
+            self.w += step * self.X[j]
+        self.count_update(j)
+
+
+class _Dual(_Model):
+    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
+        super().__init__(X, y, p, kernel)
+        T = y.shape[0]
+        self.support: list[int] = []              # support examples, by first update
+        self.slot = np.full(T, -1, dtype=np.int64)  # example -> position in support
+        self.coef = np.zeros(16)                  # eta alpha_s y_s, by support position
+        self.max_cached = max(1, KERNEL_CACHE_BYTES // (8 * T))
+        self.rows = np.zeros((min(16, self.max_cached), T))  # k(x_s, X) of cached supports
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        S = len(self.support)
+        cached = min(S, self.max_cached)
+        s = self.coef[:cached] @ self.rows[:cached, start:stop]
+        if S > cached:  # beyond the cache budget: this block's kernel values, computed now
+            extra = self.kernel.matrix(self.X[start:stop], self.X[self.support[cached:]])
+            s += extra @ self.coef[cached:S]
+        s += self.b
+        return self.lambda_trick(s, start, stop)
+
+    def update(self, j: int) -> None:
+        if self.slot[j] < 0:
+            S = len(self.support)
+            self.slot[j] = S
+            self.support.append(j)
+            if S == self.coef.shape[0]:
+                self.coef = np.concatenate([self.coef, np.zeros(S)])
+            if S < self.max_cached:
+                if S == self.rows.shape[0]:
+                    grown = np.zeros((min(2 * S, self.max_cached), self.rows.shape[1]))
+                    grown[:S] = self.rows
+                    self.rows = grown
+                self.rows[S] = self.kernel.matrix(self.X[j:j + 1], self.X)[0]
+        self.count_update(j)
+        self.coef[self.slot[j]] = self.eta * self.alpha[j] * self.y[j]
+
+
+def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+         record_scores: bool) -> Trace:
+    X, y = validate(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    p = PARAMS.resolve(given)
+    if form == "primal" and not kern.is_linear:
+        raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
+    result = run_blocks(model, y, epochs, record_scores)
+    final = _final(X, y, result.updates, epochs, model, kern)
+    if form == "primal":
+        final["w"] = model.w.tolist()  # the vector the run built, not a recomputation
+    return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
+                 n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
+                 updates=result.updates, final=final, scores=result.scores)
+
+
+def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
+           kern: Kernel) -> dict[str, Any]:
+    """The hypotheses' statistics, from the updates alone (reference.perceptron's docstring).
+
+    h_k lives from update k to update k+1, so its vote is the number of trials between them;
+    the averaged coefficients sum, for each update, the votes of every hypothesis after it.
+    """
+    T = y.shape[0]
+    examples = np.asarray(updates, dtype=np.int64) % T
+    bounds = np.concatenate([[-1], updates, [epochs * T]])
+    votes = (np.diff(bounds) - 1).astype(np.int64)
+    longest = int(np.argmax(votes))
+    after = np.cumsum(votes[::-1])[::-1]   # after[k] = sum of the votes of h_k, h_k+1, ...
+    averaged = np.zeros(T, dtype=np.int64)
+    np.add.at(averaged, examples, after[1:])
+
+    def hypothesis(alpha: np.ndarray, weight: int = 1) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "b": weight * model.b0 + model.eta * model.C * float(alpha @ y),
+            "alpha": alpha.tolist(),
+        }
+        if kern.is_linear:
+            state["w"] = (model.eta * (X.T @ (alpha * y).astype(np.float64))).tolist()
+        return state
+
+    final = hypothesis(model.alpha)
+    final["b"] = model.b
+    final["votes"] = votes.tolist()
+    final["longest_survivor"] = {
+        "index": longest, "vote": int(votes[longest]),
+        **hypothesis(np.bincount(examples[:longest], minlength=T)),
+    }
+    total = int(votes.sum())
+    final["averaged"] = {"total_votes": total, **hypothesis(averaged, total)}
+    return final
+
+
+def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", eta: Any = 1,
+           b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0, alpha_bound: Any = None,
+           record_scores: bool = False) -> Trace:
+    """Primal form: w and b in float64, block-ahead scoring with X[block] @ w."""
+    return _run("primal", X, y, epochs, kernel,
+                dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound),
+                record_scores)
+
+
+def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", eta: Any = 1,
+         b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0, alpha_bound: Any = None,
+         record_scores: bool = False) -> Trace:
+    """Dual (kernel) form: alpha over a support set, scoring from cached kernel rows."""
+    return _run("dual", X, y, epochs, kernel,
+                dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound),
+                record_scores)

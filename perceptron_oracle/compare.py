@@ -1,0 +1,134 @@
+"""Comparing a trace with the reference's, trial for trial (SPEC.md, "Comparing traces").
+
+Trials are compared in order: each must agree on "mistake?" and "update?".  The first trial
+where they disagree is a failure unless the reference flagged it fragile (its exact score lies
+within float64 rounding distance of a threshold): there either branch is right, the states part
+ways, and the comparison ends there, accepted.  When every trial agrees, the final states are
+compared: integers exactly, numbers within the bounds that the algorithm's reference module
+derives from the data (``final_error_bounds``), never within a blanket tolerance.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from .numbers import to_fraction
+from .registry import get
+from .trace import Trace
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    trials_compared: int
+    first_divergence: int | None = None   # the first trial that differs, if any
+    excused: bool = False                 # that trial is fragile: either branch is right
+    problems: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.ok and self.first_divergence is None:
+            return f"identical over {self.trials_compared} trials"
+        if self.ok:
+            return (f"identical up to fragile trial {self.first_divergence}, where either "
+                    "branch is right")
+        return "; ".join(self.problems)
+
+
+def compare(expected: Trace, actual: Trace, X: Any = None) -> Comparison:
+    """``expected`` is a reference trace; ``actual`` any trace of the same run.  ``X`` (the
+    run's data) lets the final state be compared within its derived error bounds."""
+    total = expected.n_examples * expected.epochs
+    header = [f"{name}: expected {getattr(expected, name)!r}, got {getattr(actual, name)!r}"
+              for name in ("algorithm", "n_examples", "epochs", "kernel")
+              if getattr(expected, name) != getattr(actual, name)]
+    if header:
+        return Comparison(False, 0, problems=header)
+    fragile = set(expected.fragile or ())
+    events = []
+    for label, exp, act in (("mistake", expected.mistakes, actual.mistakes),
+                            ("update", expected.updates, actual.updates)):
+        for t in sorted(set(exp) ^ set(act)):
+            events.append((t, label, t in set(exp)))
+    if events:
+        t, label, expected_yes = min(events)
+        if t in fragile:
+            return Comparison(True, t, first_divergence=t, excused=True)
+        what = f"{label}" if expected_yes else f"no {label}"
+        score = ""
+        if expected.scores is not None and t < len(expected.scores):
+            score = f" (exact score {_show(expected.scores[t])})"
+        return Comparison(False, t, first_divergence=t,
+                          problems=[f"trial {t} (example {t % expected.n_examples}): "
+                                    f"expected {what}{score}, got the opposite"])
+    bounds: dict[str, float] = {}
+    if X is not None:
+        module = importlib.import_module(
+            f"perceptron_oracle.reference.{get(expected.algorithm).module}")
+        bounds = module.final_error_bounds(expected, X)
+    problems: list[str] = []
+    _compare_values("final", expected.final, actual.final, bounds, problems,
+                    loose=X is None)
+    return Comparison(not problems, total, problems=problems)
+
+
+def _compare_values(path: str, exp: Any, act: Any, bounds: dict[str, Any],
+                    problems: list[str], loose: bool) -> None:
+    key = path.split(".")[-1]
+    if isinstance(exp, dict):
+        if not isinstance(act, dict):
+            problems.append(f"{path}: expected an object")
+            return
+        for name in exp:
+            if name not in act:
+                problems.append(f"{path}.{name}: missing")
+            else:
+                _compare_values(f"{path}.{name}", exp[name], act[name], bounds, problems,
+                                loose)
+        return
+    if isinstance(exp, list):
+        if not isinstance(act, list) or len(act) != len(exp):
+            problems.append(f"{path}: expected a list of {len(exp)}")
+            return
+        bound = bounds.get(path)
+        for i, (e, a) in enumerate(zip(exp, act)):
+            b = bound[i] if isinstance(bound, list) else bound
+            _compare_number(f"{path}[{i}]", e, a, b, problems, loose)
+        return
+    _compare_number(path, exp, act, bounds.get(path), problems, loose)
+
+
+def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[str],
+                    loose: bool) -> None:
+    if not _is_number(exp) or (isinstance(exp, int) and isinstance(act, int)):
+        if exp != act or not _is_number(exp) and type(exp) is not type(act):
+            problems.append(f"{path}: expected {exp!r}, got {act!r}")
+        return
+    if not _is_number(act):
+        problems.append(f"{path}: expected a number, got {act!r}")
+        return
+    diff = abs(to_fraction(exp) - to_fraction(act))
+    if bound is not None:
+        allowed = to_fraction(float(bound))
+    elif loose:  # no data, no derived bound: a relative check only (SPEC.md)
+        allowed = abs(to_fraction(exp)) / 10**9
+    else:
+        allowed = Fraction(0)
+    if diff > allowed:
+        problems.append(f"{path}: expected {_show(exp)}, got {act!r} "
+                        f"(off by {float(diff):.3g}, allowed {float(allowed):.3g})")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Fraction)) and not isinstance(value, bool)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Fraction):
+        return f"{value} (~{float(value):.17g})" if value.denominator != 1 else str(value)
+    try:
+        return f"{float(to_fraction(value)):.17g}"
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,173 @@
+"""Loading and validating data: ``.npz``, ``.csv`` (label last) and svmlight/libsvm text.
+
+Every loader ends in :func:`validate`, so every implementation sees the same thing: X as a
+C-contiguous float64 array, or a float64 CSR matrix (svmlight files, and CSR input given to
+the library); y as an int64 array with values in {-1, +1}.  Nothing is changed silently: a
+label that is not exactly -1 or +1, a NaN or infinity, a shape mismatch or an empty set is a
+:class:`DataError` naming the problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import DataError
+
+SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
+
+
+@dataclass
+class Dataset:
+    X: Any  # np.ndarray (T, n) float64, or scipy.sparse.csr_matrix
+    y: np.ndarray  # (T,) int64 in {-1, +1}
+    source: str = "<memory>"
+
+
+def validate(X: Any, y: Any, *, where: str = "data") -> tuple[Any, np.ndarray]:
+    """Check X and y and return them as the implementations take them (copies, never views
+    that a caller could change behind a run's back)."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise DataError(f"{where}: X must be 2-dimensional")
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()
+        X.sort_indices()
+        values = X.data
+    else:
+        try:
+            X = np.array(X, dtype=np.float64, order="C", copy=True)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"{where}: X is not numeric ({exc})") from None
+        if X.ndim != 2:
+            raise DataError(f"{where}: X must be 2-dimensional, got {X.ndim} dimension(s)")
+        values = X
+    if not np.all(np.isfinite(values)):
+        bad = "NaN" if np.isnan(values).any() else "an infinity"
+        raise DataError(f"{where}: X contains {bad}")
+    y_arr = np.asarray(y)
+    if y_arr.ndim != 1:
+        raise DataError(f"{where}: y must be 1-dimensional, got shape {y_arr.shape}")
+    if X.shape[0] != y_arr.shape[0]:
+        raise DataError(f"{where}: X has {X.shape[0]} rows but y has {y_arr.shape[0]} labels")
+    if X.shape[0] == 0:
+        raise DataError(f"{where}: the data set is empty")
+    if X.shape[1] == 0:
+        raise DataError(f"{where}: X has no features")
+    if y_arr.dtype == bool or not np.issubdtype(y_arr.dtype, np.number):
+        raise DataError(f"{where}: labels must be -1 or +1, got dtype {y_arr.dtype}")
+    bad_labels = ~np.isin(y_arr, (-1, 1))
+    if bad_labels.any():
+        i = int(np.argmax(bad_labels))
+        raise DataError(f"{where}: label {y_arr[i]!r} at row {i} is not -1 or +1")
+    return X, y_arr.astype(np.int64)
+
+
+def load(path: str | os.PathLike[str], *, n_features: int | None = None) -> Dataset:
+    """Load by suffix: ``.npz`` (arrays ``X``, ``y``), ``.csv`` (label last), svmlight."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise DataError(f"{path}: no such file")
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".npz":
+        X, y = _read_npz(path)
+    elif suffix == ".csv":
+        X, y = _read_csv(path)
+    elif suffix in SVMLIGHT_SUFFIXES:
+        X, y = _read_svmlight(path, n_features)
+    else:
+        raise DataError(f"{path}: unknown data format {suffix!r} "
+                        f"(.npz, .csv, or svmlight {'/'.join(SVMLIGHT_SUFFIXES)})")
+    X, y = validate(X, y, where=path)
+    return Dataset(X, y, path)
+
+
+def _read_npz(path: str) -> tuple[Any, Any]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            missing = [k for k in ("X", "y") if k not in archive.files]
+            if missing:
+                raise DataError(f"{path}: the archive lacks array(s) {', '.join(missing)}")
+            return archive["X"], archive["y"]
+    except DataError:
+        raise
+    except Exception as exc:  # zipfile, pickle and format errors from numpy
+        raise DataError(f"{path}: not a readable .npz archive ({exc})") from None
+
+
+def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
+    rows: list[list[float]] = []
+    width = None
+    with open(path, newline="", encoding="utf-8") as handle:
+        for lineno, record in enumerate(csv.reader(handle), start=1):
+            if not record or all(not field.strip() for field in record):
+                continue
+            try:
+                values = [float(field) for field in record]
+            except ValueError:
+                if not rows and lineno == 1:
+                    continue  # a header line
+                raise DataError(f"{path}:{lineno}: not a number in {record!r}") from None
+            if width is None:
+                width = len(values)
+                if width < 2:
+                    raise DataError(f"{path}:{lineno}: a row needs features and a label")
+            elif len(values) != width:
+                raise DataError(f"{path}:{lineno}: {len(values)} fields, expected {width}")
+            rows.append(values)
+    if not rows:
+        raise DataError(f"{path}: the data set is empty")
+    table = np.array(rows, dtype=np.float64)
+    return table[:, :-1], table[:, -1]
+
+
+def _read_svmlight(path: str, n_features: int | None) -> tuple[sp.csr_matrix, np.ndarray]:
+    """libsvm format: ``label index:value ...`` with 1-based ascending indices; ``#`` starts a
+    comment; ``qid:`` fields are rejected (ranking data is not classification data)."""
+    labels: list[float] = []
+    indptr = [0]
+    indices: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            head, *fields = line.split()
+            try:
+                labels.append(float(head))
+            except ValueError:
+                raise DataError(f"{path}:{lineno}: label {head!r} is not a number") from None
+            previous = 0
+            for field in fields:
+                key, colon, value = field.partition(":")
+                if key == "qid":
+                    raise DataError(f"{path}:{lineno}: qid fields are not supported")
+                try:
+                    index, number = int(key), float(value)
+                except ValueError:
+                    raise DataError(f"{path}:{lineno}: malformed feature {field!r}") from None
+                if not colon or index < 1:
+                    raise DataError(f"{path}:{lineno}: malformed feature {field!r} "
+                                    "(indices are 1-based)")
+                if index <= previous:
+                    raise DataError(f"{path}:{lineno}: feature indices must ascend")
+                previous = index
+                indices.append(index - 1)
+                values.append(number)
+            indptr.append(len(indices))
+    if not labels:
+        raise DataError(f"{path}: the data set is empty")
+    width = (max(indices) + 1) if indices else 1
+    if n_features is not None:
+        if n_features < width:
+            raise DataError(f"{path}: a feature index exceeds n_features={n_features}")
+        width = n_features
+    X = sp.csr_matrix((np.array(values, dtype=np.float64), np.array(indices, dtype=np.int64),
+                       np.array(indptr, dtype=np.int64)), shape=(len(labels), width))
+    return X, np.array(labels)

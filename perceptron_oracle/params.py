@@ -1,0 +1,94 @@
+"""Parameters: one schema per algorithm, read exactly, checked in one place.
+
+A value may come from Python (int, Fraction, float: the double's exact value, bool, None) or
+from the command line as text: integers, decimals and ``p/q`` are read exactly (``0.1`` is
+1/10), ``true``/``false``, ``none``, or a name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+from .errors import ParamError
+from .numbers import to_fraction
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "rational" | "count" (positive int or None) | "bool" | "name"
+    default: Any
+    doc: str
+    check: Callable[[Any], bool] | None = None
+    requirement: str = ""  # what ``check`` demands, for the error message
+    choices: tuple[str, ...] = ()
+
+    def read(self, value: Any) -> Any:
+        if self.kind == "rational":
+            out: Any = _read_rational(self.name, value)
+        elif self.kind == "count":
+            out = _read_count(self.name, value)
+        elif self.kind == "bool":
+            out = _read_bool(self.name, value)
+        else:
+            out = str(value)
+            if self.choices and out not in self.choices:
+                raise ParamError(f"parameter {self.name} must be one of "
+                                 f"{', '.join(self.choices)}, got {out!r}")
+        if self.check is not None and out is not None and not self.check(out):
+            raise ParamError(f"parameter {self.name} must be {self.requirement}, got {value!r}")
+        return out
+
+
+class ParamSchema:
+    def __init__(self, *params: Param):
+        self.params = {p.name: p for p in params}
+
+    def resolve(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Every parameter read and checked, defaults filled in, in schema order."""
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise ParamError(f"unknown parameter(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(self.params)}")
+        return {name: p.read(given.get(name, p.default)) for name, p in self.params.items()}
+
+    def defaults(self) -> dict[str, Any]:
+        return {name: p.default for name, p in self.params.items()}
+
+
+def _read_rational(name: str, value: Any) -> Fraction:
+    try:
+        return to_fraction(value)
+    except (TypeError, ValueError) as exc:
+        raise ParamError(f"parameter {name}: {exc}") from None
+
+
+def _read_count(name: str, value: Any) -> int | None:
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    try:
+        q = to_fraction(value)
+    except (TypeError, ValueError):
+        raise ParamError(f"parameter {name} must be a positive integer or none, "
+                         f"got {value!r}") from None
+    if q.denominator != 1 or q < 1:
+        raise ParamError(f"parameter {name} must be a positive integer or none, got {value!r}")
+    return int(q)
+
+
+def _read_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ParamError(f"parameter {name} must be true or false, got {value!r}")
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` from the command line."""
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise ParamError(f"--param expects NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()

@@ -1,0 +1,96 @@
+"""Every algorithm, its implementations and its forms, under their canonical names.
+
+One protocol for all: an implementation is a callable ``f(X, y, *, epochs, kernel, <params>,
+record_scores) -> Trace``.  Tests, the command line and ``run`` find implementations here, so a
+new family only adds an :class:`Algorithm` to ``ALGORITHMS``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import ParamError, UnknownAlgorithmError
+from .kernels import parse_kernel
+from .params import ParamSchema
+from .trace import Trace
+
+Implementation = Callable[..., Trace]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    module: str                      # the family's module name in reference/ and fast/
+    forms: tuple[str, ...]           # the fast forms, the default first
+    kernel_forms: tuple[str, ...]    # the forms that take a non-linear kernel
+
+    def _module(self, impl: str) -> Any:
+        return importlib.import_module(f"perceptron_oracle.{impl}.{self.module}")
+
+    @property
+    def params(self) -> ParamSchema:
+        return self._module("reference").PARAMS
+
+    def implementation(self, impl: str = "reference", form: str | None = None) -> Implementation:
+        """The callable for ``impl`` ("reference" or "fast") and, for fast, ``form``."""
+        if impl == "reference":
+            if form not in (None, "reference"):
+                raise UnknownAlgorithmError("the reference has one form, 'reference'")
+            return getattr(self._module("reference"), self.name)
+        if impl != "fast":
+            raise UnknownAlgorithmError(f"unknown implementation {impl!r} (reference, fast)")
+        form = form or self.forms[0]
+        if form not in self.forms:
+            raise UnknownAlgorithmError(f"{self.name} has no fast form {form!r} "
+                                        f"(forms: {', '.join(self.forms)})")
+        return getattr(self._module("fast"), form)
+
+    def default_form(self, kernel: Any) -> str:
+        if parse_kernel(kernel).is_linear:
+            return self.forms[0]
+        return self.kernel_forms[0]
+
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a for a in (
+        Algorithm("perceptron", "perceptron", forms=("primal", "dual"),
+                  kernel_forms=("dual",)),
+    )
+}
+
+
+def get(name: str) -> Algorithm:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise UnknownAlgorithmError(f"unknown algorithm {name!r} "
+                                    f"(known: {', '.join(ALGORITHMS)})") from None
+
+
+def implementations() -> list[tuple[str, str, str]]:
+    """Every registered (algorithm, implementation, form), the reference first."""
+    out = []
+    for a in ALGORITHMS.values():
+        out.append((a.name, "reference", "reference"))
+        out.extend((a.name, "fast", form) for form in a.forms)
+    return out
+
+
+def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | None = None,
+        epochs: int = 1, kernel: Any = "linear", record_scores: bool = False,
+        **params: Any) -> Trace:
+    """Run ``algorithm`` on (X, y) and return its trace.
+
+    ``impl`` is "reference" (exact) or "fast"; ``form`` picks a fast form (default: the
+    first that takes ``kernel``).  ``params`` are the algorithm's parameters (SPEC.md).
+    """
+    algo = get(algorithm)
+    if impl == "fast" and form is None:
+        form = algo.default_form(kernel)
+    if impl == "fast" and form not in algo.kernel_forms and not parse_kernel(kernel).is_linear:
+        raise ParamError(f"{algorithm} form {form} takes the linear kernel only")
+    algo.params.resolve(params)  # unknown or bad parameters fail here, before any data work
+    return algo.implementation(impl, form)(X, y, epochs=epochs, kernel=kernel,
+                                           record_scores=record_scores, **params)

@@ -1,0 +1,58 @@
+"""How far a float64 implementation's score may stray from the exact one (SPEC.md, "Fragile
+trials").
+
+A float64 implementation computes each score as a sum of m rounded terms.  Whatever the order
+of summation (BLAS blocking, fused multiply-add), the classical bound (Higham, *Accuracy and
+Stability of Numerical Algorithms*, sec. 3.1) is
+
+    |fl(s) - s| <= gamma_m * M,   gamma_m = m u / (1 - m u),   u = 2^-53,
+
+where M is the sum of the absolute values of all terms and partial products.  The reference
+computes M alongside the exact score, takes m from the algorithm's operation count and doubles
+the result.  A trial whose exact distance to a decision threshold is within that bound is
+*fragile*: a correct float64 implementation may take either branch there.
+
+When every input is a dyadic rational on a common grid 2^-E and every partial sum stays below
+2^53 grid steps, float64 arithmetic is exact and the bound is 0: exact ties on small-integer
+data are then decided the same way by float64 code, and are compared, not excused.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Iterable
+
+UNIT_ROUNDOFF = 2.0 ** -53
+SAFETY = 2.0
+
+
+def score_error_bound(operations: int, magnitude: float) -> float:
+    """``SAFETY * gamma_m * M`` for m = ``operations`` and M = ``magnitude``."""
+    m = operations * UNIT_ROUNDOFF
+    return SAFETY * m / (1.0 - m) * magnitude
+
+
+def dyadic_exponent(value: Fraction) -> int | None:
+    """E with denominator 2^E, or None if the denominator is not a power of two."""
+    d = value.denominator
+    if d & (d - 1):
+        return None
+    return d.bit_length() - 1
+
+
+def max_dyadic_exponent(values: Iterable[Fraction]) -> int | None:
+    """The largest exponent over ``values``; None if any of them is not dyadic."""
+    worst = 0
+    for v in values:
+        e = dyadic_exponent(v)
+        if e is None:
+            return None
+        worst = max(worst, e)
+    return worst
+
+
+def exact_in_float64(exponent: int | None, magnitude: float) -> bool:
+    """True iff every quantity bounded by ``magnitude`` on the grid 2^-exponent is a float64."""
+    if exponent is None:
+        return False
+    return magnitude * 2.0 ** exponent < 2.0 ** 52  # one bit of headroom

@@ -1,0 +1,265 @@
+"""The general Perceptron of Khardon & Wachman (2007), exact.  SPEC.md, "perceptron".
+
+Figure 1 of the paper, written with the bias b = -theta:
+
+    score_t = w.x_t + b  (+ y_t lam k(x_t, x_t) if example x_t has caused an update before)
+    update iff y_t score_t <= tau  and  example x_t has caused fewer than alpha_bound updates
+    update:  w += eta y_t x_t,  b += eta y_t C
+
+with w_0 = 0 and b_0 = -theta_init.  The reference keeps the state in the dual coordinates of
+section 2.1, w = eta sum_j alpha_j y_j x_j with alpha_j the number of updates example j has
+caused, so one code path serves every kernel; the primal w is read off at the end for the
+linear kernel.  Every quantity is a Fraction (an mpf for the Gaussian kernel).
+
+Hypotheses (section 2.5), all reported in ``final``: h_k is the state after k updates and its
+vote c_k the number of trials on which it was in force and did not change.  ``last`` is h_K;
+``longest_survivor`` the h_k with the largest c_k (the earliest on a tie); ``voted`` predicts
+sign(sum_k c_k sign(h_k(x))); ``averaged`` is sum_k c_k h_k.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from ..kernels import Kernel, parse_kernel
+from ..numbers import number_context
+from ..params import Param, ParamSchema
+from ..rounding import exact_in_float64, max_dyadic_exponent, score_error_bound
+from ..trace import Trace
+from ._common import check_epochs, exact_data
+
+PARAMS = ParamSchema(
+    Param("eta", "rational", Fraction(1), "learning rate eta (Figure 1)",
+          check=lambda v: v > 0, requirement="> 0"),
+    Param("b0", "rational", Fraction(0), "initial bias b_0 = -theta_init (Figure 1)"),
+    Param("C", "rational", Fraction(0), "threshold step: an update adds eta y C to b (Figure 1)"),
+    Param("tau", "rational", Fraction(0), "margin: update iff y score <= tau (section 2.4)",
+          check=lambda v: v >= 0, requirement=">= 0"),
+    Param("lam", "rational", Fraction(0), "lambda-trick: y lam k(x,x) added to the score of an "
+          "example that has caused an update (section 2.2, eq. 1)",
+          check=lambda v: v >= 0, requirement=">= 0"),
+    Param("alpha_bound", "count", None, "alpha-bound: an example causes at most this many "
+          "updates (section 2.3); none for no bound"),
+)
+
+PREDICTION_MODES = ("last", "longest_survivor", "voted", "averaged")
+
+
+class _Gram:
+    """Exact k(x_i, x_j), each computed once, with the float magnitude that bounds rounding."""
+
+    def __init__(self, kernel: Kernel, rows: list[list[Fraction]]):
+        self.kernel = kernel
+        self.rows = rows
+        self.abs_rows = [[abs(float(v)) for v in row] for row in rows]
+        self.ctx = None if kernel.is_rational else number_context()
+        self.values: dict[tuple[int, int], Any] = {}
+        self.magnitudes: dict[tuple[int, int], float] = {}
+
+    def __call__(self, i: int, j: int) -> Any:
+        key = (i, j) if i <= j else (j, i)
+        if key not in self.values:
+            self.values[key] = self.kernel.exact(self.rows[i], self.rows[j], self.ctx)
+        return self.values[key]
+
+    def magnitude(self, i: int, j: int) -> float:
+        key = (i, j) if i <= j else (j, i)
+        if key not in self.magnitudes:
+            self.magnitudes[key] = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
+        return self.magnitudes[key]
+
+
+def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
+               eta: Any = 1, b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0,
+               alpha_bound: Any = None, record_scores: bool = False) -> Trace:
+    """Run the Perceptron over ``epochs`` passes of (X, y); returns the exact trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    p = PARAMS.resolve(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
+    eta, b0, C, tau, lam, bound = (p["eta"], p["b0"], p["C"], p["tau"], p["lam"],
+                                   p["alpha_bound"])
+    T, n = len(rows), len(rows[0])
+    gram = _Gram(kern, rows)
+    exact_floats = _float64_is_exact(kern, rows, p, epochs * T)
+
+    alpha = [0] * T          # alpha_j: updates caused by example j (section 2.1)
+    support: list[int] = []  # examples with alpha_j > 0, in order of their first update
+    signed_updates = 0       # sum_j alpha_j y_j, so that b = b0 + eta C signed_updates
+    votes = [0]              # c_k for the hypotheses h_0 .. h_k so far
+    longest = (0, list(alpha))
+    averaged = [0] * T       # sum_k c_k alpha^(k)
+    mistakes: list[int] = []
+    updates: list[int] = []
+    fragile: list[int] = []
+    scores: list[Any] = []
+
+    for t in range(epochs * T):
+        j = t % T
+        label = labels[j]
+        lam_term = label * lam * gram(j, j) if lam and alpha[j] > 0 else 0
+        score = (b0 + eta * C * signed_updates
+                 + eta * sum(alpha[i] * labels[i] * gram(i, j) for i in support)
+                 + lam_term)
+        margin = label * score
+        if record_scores:
+            scores.append(score)
+        if not exact_floats:
+            magnitude = (abs(b0) + abs(eta * C) * len(updates)
+                         + eta * sum(alpha[i] * gram.magnitude(i, j) for i in support)
+                         + (lam * gram.magnitude(j, j) if lam_term else 0))
+            err = score_error_bound((n + 8) * kern.depth + len(updates) + 8, float(magnitude))
+            tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too
+            if (err and abs(margin) <= err) or (tau_err and abs(margin - tau) <= tau_err):
+                fragile.append(t)
+        if margin <= 0:
+            mistakes.append(t)
+        if margin - tau <= 0 and (bound is None or alpha[j] < bound):
+            updates.append(t)
+            retiring = votes[-1]           # h_k retires with its vote c_k
+            if retiring > votes[longest[0]]:
+                longest = (len(votes) - 1, list(alpha))
+            if retiring:
+                averaged = [a + retiring * b for a, b in zip(averaged, alpha)]
+            if alpha[j] == 0:
+                support.append(j)
+            alpha[j] += 1
+            signed_updates += label
+            votes.append(0)
+        else:
+            votes[-1] += 1
+
+    if votes[-1] > votes[longest[0]]:
+        longest = (len(votes) - 1, list(alpha))
+    if votes[-1]:
+        averaged = [a + votes[-1] * b for a, b in zip(averaged, alpha)]
+
+    def hypothesis(coefs: list[int], weight: int = 1) -> dict[str, Any]:
+        """The state with dual coefficients ``coefs`` (and ``weight`` copies of b0)."""
+        state: dict[str, Any] = {
+            "b": weight * b0 + eta * C * sum(a * l for a, l in zip(coefs, labels)),
+            "alpha": list(coefs),
+        }
+        if kern.is_linear:
+            state["w"] = [eta * sum((a * l * row[i] for a, l, row in zip(coefs, labels, rows)
+                                     if a), Fraction(0)) for i in range(n)]
+        return state
+
+    final = hypothesis(alpha)
+    final["votes"] = votes
+    final["longest_survivor"] = {"index": longest[0], "vote": votes[longest[0]],
+                                 **hypothesis(longest[1])}
+    final["averaged"] = {"total_votes": sum(votes), **hypothesis(averaged, sum(votes))}
+    return Trace(algorithm="perceptron", form="reference", kernel=kern.spec,
+                 params=p, n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
+                 final=final, fragile=fragile, scores=scores if record_scores else None)
+
+
+def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any],
+                      max_updates: int) -> bool:
+    """True iff float64 arithmetic computes every score of this run exactly (rounding.py).
+
+    Every term of a score lies on the grid 2^-E, with E the largest of the terms' dyadic
+    exponents; every partial sum is bounded by the magnitude below (R^2 = max ||x||^2 bounds
+    every |x.z| by Cauchy-Schwarz, and at most ``max_updates`` updates happen).
+    """
+    if not kern.is_rational:
+        return False
+    e_x = max_dyadic_exponent(v for row in rows for v in row)
+    e = {name: max_dyadic_exponent([p[name]]) for name in ("eta", "b0", "C", "tau", "lam")}
+    if kern.name == "poly":
+        e_g, e_c = max_dyadic_exponent([kern.gamma]), max_dyadic_exponent([kern.coef0])
+        if e_g is None or e_c is None or e_x is None:
+            return False
+        e_base = max(e_g + 2 * e_x, e_c)
+        e_kernel = kern.degree * e_base
+    else:
+        e_base = e_kernel = None if e_x is None else 2 * e_x
+    if e_kernel is None or any(v is None for v in e.values()):
+        return False
+    exponent = max(e["eta"] + e_kernel, e["eta"] + e["C"], e["b0"], e["lam"] + e_kernel,
+                   e["tau"], e["eta"] + e_x)  # the last: the primal w's coordinates
+    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
+    base = abs(float(kern.gamma)) * r2 + abs(float(kern.coef0)) if kern.name == "poly" else r2
+    if kern.name == "poly" and not exact_in_float64(e_base * kern.degree, base ** kern.degree):
+        return False
+    k_max = base ** kern.degree if kern.name == "poly" else r2
+    x_max = max(abs(float(v)) for row in rows for v in row)
+    eta, C = float(p["eta"]), float(p["C"])
+    magnitude = (abs(float(p["b0"])) + abs(eta * C) * max_updates
+                 + eta * max_updates * (k_max + x_max) + float(p["lam"]) * k_max
+                 + float(p["tau"]))
+    return exact_in_float64(exponent, magnitude)
+
+
+def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """How far a float64 run's final w and b may lie from the exact ones (rounding.py).
+
+    A hypothesis with coefficients alpha has w_i = eta sum_j alpha_j y_j x_ji, a sum whose
+    absolute terms add up to eta sum_j alpha_j |x_ji|, and b = W b0 + eta C sum_j alpha_j y_j
+    (W = 1, or the total vote for the averaged one).  A float64 form builds either with at most
+    T + K roundings (K = number of updates): by accumulation or by one product with X.
+    """
+    rows = [[abs(float(v)) for v in row] for row in (X.toarray() if hasattr(X, "toarray")
+                                                     else X).tolist()]
+    p = PARAMS.resolve(trace.params)
+    eta, b0, C = float(p["eta"]), abs(float(p["b0"])), abs(float(p["C"]))
+    ops = len(rows) + len(trace.updates) + 8
+    bounds: dict[str, Any] = {}
+    for path, state, weight in (("final", trace.final, 1),
+                                ("final.longest_survivor", trace.final["longest_survivor"], 1),
+                                ("final.averaged", trace.final["averaged"],
+                                 trace.final["averaged"]["total_votes"])):
+        alpha = state["alpha"]
+        bounds[f"{path}.b"] = score_error_bound(ops, weight * b0 + eta * C * sum(alpha))
+        if "w" in state:
+            bounds[f"{path}.w"] = [
+                score_error_bound(ops, eta * sum(a * row[i] for a, row in zip(alpha, rows) if a))
+                for i in range(len(rows[0]))]
+    return bounds
+
+
+def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
+            mode: str = "last") -> list[int]:
+    """Exact predictions of a reference trace's hypothesis on the rows of X.
+
+    Returns +1 or -1 by the sign of the score, and 0 where the score is exactly 0: no
+    decision, which the protocol counts as a mistake whatever the label (SPEC.md).
+    ``mode`` is one of ``last``, ``longest_survivor``, ``voted``, ``averaged``.
+    """
+    if mode not in PREDICTION_MODES:
+        raise ValueError(f"mode must be one of {PREDICTION_MODES}, got {mode!r}")
+    rows, labels = exact_data(X_train, y_train)
+    new_rows, _ = exact_data(X, [1] * len(X.tolist() if hasattr(X, "tolist") else X))
+    kern = parse_kernel(trace.kernel)
+    ctx = None if kern.is_rational else number_context()
+    p = PARAMS.resolve({k: v for k, v in trace.params.items()})
+    eta, b0, C = p["eta"], p["b0"], p["C"]
+    order = [t % len(rows) for t in trace.updates]  # the example behind each update
+    out = []
+    for x in new_rows:
+        # s_k(x) = s_{k-1}(x) + eta y_u (k(x_u, x) + C): the score of every h_k, in order
+        steps = [eta * labels[u] * (kern.exact(rows[u], x, ctx) + C) for u in order]
+        if mode == "voted":
+            s, total = b0, trace.final["votes"][0] * _sign(b0)
+            for step, vote in zip(steps, trace.final["votes"][1:]):
+                s += step
+                total += vote * _sign(s)
+            out.append(_sign(total))
+            continue
+        if mode == "last":
+            score = b0 + sum(steps)
+        elif mode == "longest_survivor":
+            score = b0 + sum(steps[:trace.final["longest_survivor"]["index"]])
+        else:  # averaged: sum_k c_k s_k(x)
+            s, score = b0, trace.final["votes"][0] * b0
+            for step, vote in zip(steps, trace.final["votes"][1:]):
+                s += step
+                score += vote * s
+        out.append(_sign(score))
+    return out
+
+
+def _sign(value: Any) -> int:
+    return (value > 0) - (value < 0)
