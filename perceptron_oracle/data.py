@@ -74,15 +74,18 @@ def load(path: str | os.PathLike[str], *, n_features: int | None = None) -> Data
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
     suffix = os.path.splitext(path)[1].lower()
-    if suffix == ".npz":
-        X, y = _read_npz(path)
-    elif suffix == ".csv":
-        X, y = _read_csv(path)
-    elif suffix in SVMLIGHT_SUFFIXES:
-        X, y = _read_svmlight(path, n_features)
-    else:
-        raise DataError(f"{path}: unknown data format {suffix!r} "
-                        f"(.npz, .csv, or svmlight {'/'.join(SVMLIGHT_SUFFIXES)})")
+    try:
+        if suffix == ".npz":
+            X, y = _read_npz(path)
+        elif suffix == ".csv":
+            X, y = _read_csv(path)
+        elif suffix in SVMLIGHT_SUFFIXES:
+            X, y = _read_svmlight(path, n_features)
+        else:
+            raise DataError(f"{path}: unknown data format {suffix!r} "
+                            f"(.npz, .csv, or svmlight {'/'.join(SVMLIGHT_SUFFIXES)})")
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not a text file") from None
     X, y = validate(X, y, where=path)
     return Dataset(X, y, path)
 

@@ -19,6 +19,7 @@ data are then decided the same way by float64 code, and are compared, not excuse
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Iterable
 
@@ -27,9 +28,13 @@ SAFETY = 2.0
 
 
 def score_error_bound(operations: int, magnitude: float) -> float:
-    """``SAFETY * gamma_m * M`` for m = ``operations`` and M = ``magnitude``."""
+    """``SAFETY * (gamma_m * M + m * 2^-1074)`` for m = ``operations``, M = ``magnitude``.
+
+    The second term covers underflow: a product that lands among the subnormals may lose up
+    to 2^-1075 absolutely, whatever its relative size.
+    """
     m = operations * UNIT_ROUNDOFF
-    return SAFETY * m / (1.0 - m) * magnitude
+    return SAFETY * (m / (1.0 - m) * magnitude + operations * 2.0 ** -1074)
 
 
 def dyadic_exponent(value: Fraction) -> int | None:
@@ -55,4 +60,6 @@ def exact_in_float64(exponent: int | None, magnitude: float) -> bool:
     """True iff every quantity bounded by ``magnitude`` on the grid 2^-exponent is a float64."""
     if exponent is None:
         return False
-    return magnitude * 2.0 ** exponent < 2.0 ** 52  # one bit of headroom
+    if magnitude == 0:
+        return True
+    return math.frexp(magnitude)[1] + exponent <= 52  # magnitude < 2^(52 - exponent)

@@ -68,6 +68,7 @@ class Trace:
         return out
 
     def to_json(self, indent: int | None = None) -> str:
+        """One line by default; ``indent`` as for ``json.dumps``."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod

@@ -1,0 +1,168 @@
+"""Hypothesis strategies for online sequences and parameters.
+
+Each sequence strategy draws a :class:`Sequence`: ``X`` as a float64 array (what every
+implementation takes), ``exact`` the same points as exact rationals where the strategy builds
+them exactly (the sphere points: their float64 rounding is in ``X``), ``y`` in {-1, +1}, and,
+for separable data, the separating ``u`` and ``margin``.
+
+- ``separable``:       continuous points, labels of a hyperplane, a chosen margin
+- ``label_noise``:     the same with labels flipped at a drawn rate
+- ``sphere``:          rational points exactly on the unit sphere (inverse stereographic
+                       projection of dyadic points), labelled by a hyperplane
+- ``small_integers``:  coordinates in -2..2: exact ties (score exactly 0) are common
+- ``duplicates``:      a few points repeated, with the same or the opposite label
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+
+@dataclass
+class Sequence:
+    X: np.ndarray
+    y: np.ndarray
+    exact: list[list[Fraction]] | None = None   # exact points, where X is their rounding
+    u: np.ndarray | None = None                 # a separating unit vector (separable data)
+    margin: float | None = None                 # min_t y_t u.x_t / ||u|| for that u
+    name: str = ""
+
+    def __repr__(self) -> str:  # hypothesis prints this for a failing example
+        return (f"Sequence({self.name}, X={self.X.tolist()!r}, y={self.y.tolist()!r}"
+                + (f", margin={self.margin!r}" if self.margin is not None else "") + ")")
+
+
+MAX_EXAMPLES = 30
+MAX_FEATURES = 5
+
+_coordinate = st.floats(-1, 1, allow_nan=False, width=64)
+_sizes = st.tuples(st.integers(1, MAX_EXAMPLES), st.integers(1, MAX_FEATURES))
+
+
+def _unit(draw: Any, n: int) -> np.ndarray:
+    """A unit vector; a draw too close to 0 becomes e_1."""
+    u = np.array(draw(st.lists(_coordinate, min_size=n, max_size=n), label="u"))
+    norm = np.linalg.norm(u)
+    if norm < 1e-3:
+        return np.eye(n)[0]
+    return u / norm
+
+
+@st.composite
+def separable(draw: Any, min_margin: float = 0.01) -> Sequence:
+    T, n = draw(_sizes, label="T, n")
+    u = _unit(draw, n)
+    margin = draw(st.floats(min_margin, 0.5), label="margin")
+    rows = draw(st.lists(st.lists(_coordinate, min_size=n, max_size=n), min_size=T,
+                         max_size=T), label="points")
+    X = np.array(rows, dtype=np.float64).reshape(T, n)
+    # Push every point out of the band |u.x| < margin along u, keeping its side.
+    side = np.where(X @ u >= 0, 1.0, -1.0)
+    shortfall = np.maximum(0.0, margin - side * (X @ u))
+    X = X + (side * shortfall)[:, None] * u[None, :] * (1 + 1e-9)
+    y = np.where(X @ u > 0, 1, -1).astype(np.int64)
+    achieved = float(np.min(y * (X @ u)))
+    return Sequence(X, y, u=u, margin=achieved, name="separable")
+
+
+@st.composite
+def label_noise(draw: Any) -> Sequence:
+    seq = draw(separable())
+    rate = draw(st.sampled_from([0.05, 0.1, 0.3]), label="noise rate")
+    flips = draw(st.lists(st.floats(0, 1), min_size=len(seq.y), max_size=len(seq.y)),
+                 label="flips")
+    y = np.where(np.array(flips) < rate, -seq.y, seq.y)
+    return Sequence(seq.X, y, name="label_noise")
+
+
+@st.composite
+def sphere(draw: Any) -> Sequence:
+    """x = (2t, |t|^2 - 1) / (|t|^2 + 1) for dyadic t in R^(n-1): exactly ||x|| = 1."""
+    T = draw(st.integers(1, MAX_EXAMPLES), label="T")
+    n = draw(st.integers(2, MAX_FEATURES), label="n")
+    dyadic = st.builds(lambda a, e: Fraction(a, 2 ** e), st.integers(-16, 16),
+                       st.integers(0, 3))
+    exact = []
+    for _ in range(T):
+        t = draw(st.lists(dyadic, min_size=n - 1, max_size=n - 1), label="t")
+        s = sum(v * v for v in t)
+        exact.append([2 * v / (s + 1) for v in t] + [(s - 1) / (s + 1)])
+    X = np.array([[float(v) for v in row] for row in exact])
+    u = _unit(draw, n)
+    y = np.where(X @ u > 0, 1, -1).astype(np.int64)
+    return Sequence(X, y, exact=exact, name="sphere")
+
+
+@st.composite
+def small_integers(draw: Any) -> Sequence:
+    T, n = draw(_sizes, label="T, n")
+    rows = draw(st.lists(st.lists(st.integers(-2, 2), min_size=n, max_size=n),
+                         min_size=T, max_size=T), label="points")
+    y = draw(st.lists(st.sampled_from([-1, 1]), min_size=T, max_size=T), label="labels")
+    return Sequence(np.array(rows, dtype=np.float64).reshape(T, n),
+                    np.array(y, dtype=np.int64), name="small_integers")
+
+
+@st.composite
+def duplicates(draw: Any) -> Sequence:
+    base = draw(st.one_of(separable(), small_integers()), label="base")
+    picks = draw(st.lists(st.integers(0, len(base.y) - 1), min_size=1,
+                          max_size=MAX_EXAMPLES), label="repeats")
+    flips = draw(st.lists(st.booleans(), min_size=len(picks), max_size=len(picks)),
+                 label="flip labels")
+    X = np.concatenate([base.X, base.X[picks]])
+    y = np.concatenate([base.y, np.where(flips, -base.y[picks], base.y[picks])])
+    return Sequence(X, y.astype(np.int64), name="duplicates")
+
+
+SEQUENCES = {
+    "separable": separable,
+    "label_noise": label_noise,
+    "sphere": sphere,
+    "small_integers": small_integers,
+    "duplicates": duplicates,
+}
+
+# -- parameters --------------------------------------------------------------------------
+# Mostly dyadic values (exact in float64, so no trial is fragile on integer data), with a few
+# that are not (1/10, 1/3), which exercise the fragile-trial machinery.
+_rational = st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(2), Fraction(1, 10),
+                             Fraction(3, 4), Fraction(1, 3)])
+
+
+@st.composite
+def perceptron_params(draw: Any, dyadic_only: bool = False) -> dict[str, Any]:
+    """The options of Khardon & Wachman; each one off in about half the draws."""
+    value = _rational.filter(lambda v: not dyadic_only or _is_dyadic(v))
+    params: dict[str, Any] = {}
+    if draw(st.booleans(), label="eta?"):
+        params["eta"] = draw(value, label="eta")
+    if draw(st.booleans(), label="bias?"):
+        params["b0"] = -draw(value, label="theta_init")
+        params["C"] = draw(value, label="C")
+    if draw(st.booleans(), label="tau?"):
+        params["tau"] = draw(value, label="tau")
+    if draw(st.booleans(), label="lam?"):
+        params["lam"] = draw(value, label="lam")
+    if draw(st.booleans(), label="alpha_bound?"):
+        params["alpha_bound"] = draw(st.integers(1, 3), label="alpha_bound")
+    return params
+
+
+def _is_dyadic(value: Fraction) -> bool:
+    return (value.denominator & (value.denominator - 1)) == 0
+
+
+PARAMS = {"perceptron": perceptron_params}
+
+KERNELS = {
+    "linear": st.just("linear"),
+    "poly": st.sampled_from(["poly:degree=2,coef0=1,gamma=1",
+                             "poly:degree=3,coef0=1/2,gamma=1/2"]),
+    "rbf": st.sampled_from(["rbf:gamma=1/2", "rbf:gamma=2"]),
+}
