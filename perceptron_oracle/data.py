@@ -64,7 +64,10 @@ def validate(X: Any, y: Any, *, where: str = "data") -> tuple[Any, np.ndarray]:
     bad_labels = ~np.isin(y_arr, (-1, 1))
     if bad_labels.any():
         i = int(np.argmax(bad_labels))
-        raise DataError(f"{where}: label {y_arr[i]!r} at row {i} is not -1 or +1")
+        label = y_arr[i].item()
+        if isinstance(label, float) and label.is_integer():
+            label = int(label)
+        raise DataError(f"{where}: label {label!r} at row {i} is not -1 or +1")
     return X, y_arr.astype(np.int64)
 
 

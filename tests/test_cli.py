@@ -1,0 +1,136 @@
+"""The command line (CONTRACT.md): ``perceptron-oracle run``; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perceptron_oracle.cli import main
+from perceptron_oracle.datasets import builtin
+from perceptron_oracle.trace import Trace
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The builtin noisy set written as .npz, .csv and svmlight."""
+    root = tmp_path_factory.mktemp("data")
+    ds = builtin("noisy")
+    np.savez(root / "d.npz", X=ds.X, y=ds.y)
+    with open(root / "d.csv", "w") as handle:
+        for row, label in zip(ds.X, ds.y):
+            handle.write(",".join(repr(float(v)) for v in row) + f",{label}\n")
+    with open(root / "d.svm", "w") as handle:
+        for row, label in zip(ds.X, ds.y):
+            feats = " ".join(f"{i + 1}:{float(v)!r}" for i, v in enumerate(row) if v != 0)
+            handle.write(f"{label:+d} {feats}\n")
+    return root
+
+
+@pytest.mark.parametrize("name", ["d.npz", "d.csv", "d.svm"])
+def test_run_dual_rbf_writes_a_valid_trace(files, tmp_path, capsys, name):
+    out = tmp_path / "t.json"
+    code = main(["run", "perceptron", "--data", str(files / name), "--impl", "fast",
+                 "--form", "dual", "--kernel", "rbf:gamma=0.5", "--out", str(out)])
+    printed = capsys.readouterr().out.strip()
+    assert code == 0
+    assert printed.count("\n") == 0 and "mistakes" in printed and "updates" in printed
+    trace = Trace.from_json(out.read_text())
+    assert (trace.algorithm, trace.form, trace.kernel) == ("perceptron", "dual", "rbf:gamma=1/2")
+    assert f"{len(trace.mistakes)} mistakes" in printed
+
+
+def test_all_formats_give_the_same_trace(files, tmp_path):
+    traces = []
+    for name in ("d.npz", "d.csv", "d.svm"):
+        out = tmp_path / f"{name}.json"
+        assert main(["run", "perceptron", "--data", str(files / name), "--impl", "fast",
+                     "--epochs", "3", "--param", "tau=1/2", "--out", str(out)]) == 0
+        traces.append(json.loads(out.read_text()))
+    assert traces[0] == traces[1]  # dense from .npz and .csv: the same doubles, same order
+    sparse = traces[2]             # CSR from svmlight: sums in another order
+    for key in ("mistakes", "updates"):
+        assert sparse[key] == traces[0][key]
+    assert sparse["final"]["alpha"] == traces[0]["final"]["alpha"]
+    assert np.allclose(sparse["final"]["w"], traces[0]["final"]["w"], rtol=1e-12, atol=1e-14)
+
+
+def test_reference_reads_parameters_exactly(files, tmp_path):
+    out = tmp_path / "t.json"
+    assert main(["run", "perceptron", "--data", str(files / "d.npz"), "--param", "eta=0.1",
+                 "--param", "alpha_bound=2", "--out", str(out)]) == 0
+    trace = json.loads(out.read_text())
+    assert trace["params"]["eta"] == "1/10" and trace["params"]["alpha_bound"] == 2
+    assert trace["form"] == "reference"
+
+
+def test_preprocessing_flags(files, tmp_path):
+    out = tmp_path / "t.json"
+    assert main(["run", "perceptron", "--data", str(files / "d.csv"), "--normalize", "2",
+                 "--add-bias", "--impl", "fast", "--out", str(out)]) == 0
+    assert len(Trace.from_json(out.read_text()).final["w"]) == 6
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "perceptron", "--data", "builtin:nope"], "unknown builtin"),
+    (["run", "nosuch", "--data", "builtin:noisy"], "unknown algorithm"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--impl", "fast", "--form", "x"],
+     "no fast form"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--param", "zeta=1"],
+     "unknown parameter"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--param", "eta"], "NAME=VALUE"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--param", "eta=abc"], "eta"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--param", "tau=-1"], "tau"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--kernel", "rbf:gamma=0"], "gamma"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--impl", "fast", "--form", "primal",
+      "--kernel", "rbf:gamma=1"], "linear kernel only"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--epochs", "0"], "epochs"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--epochs", "x"], "epochs"),
+    (["run", "perceptron", "--data", "builtin:noisy", "--normalize", "p"], "normalize"),
+    (["run", "perceptron", "--data", "/nonexistent/file.csv"], "no such file"),
+    (["run", "perceptron"], "--data"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content, suffix, message", [
+    ("1,2,1\n1,2,3\n", ".csv", "label 3"),
+    ("1,nan,1\n", ".csv", "NaN"),
+    ("1,2,1\n1,2\n", ".csv", "fields"),
+    ("1 1:2\n-1 1:x\n", ".svm", "malformed"),
+    ("", ".csv", "empty"),
+])
+def test_bad_files_are_one_line_and_exit_2(tmp_path, capsys, content, suffix, message):
+    path = tmp_path / f"bad{suffix}"
+    path.write_text(content)
+    assert main(["run", "perceptron", "--data", str(path), "--impl", "fast"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and str(path) in err
+
+
+def test_bad_npz_shapes(tmp_path, capsys):
+    np.savez(tmp_path / "m.npz", X=np.ones((3, 2)), y=np.array([1, -1]))
+    assert main(["run", "perceptron", "--data", str(tmp_path / "m.npz")]) == 2
+    assert "3 rows but y has 2" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("perceptron-oracle") is None,
+                    reason="console script not on PATH (package not installed as the README says)")
+def test_installed_console_script(tmp_path):
+    out = tmp_path / "t.json"
+    done = subprocess.run(["perceptron-oracle", "run", "perceptron", "--data",
+                           "builtin:separable", "--out", str(out)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "perceptron reference linear on builtin:separable" in done.stdout
+    bad = subprocess.run([sys.executable, "-m", "perceptron_oracle.cli", "run", "x",
+                          "--data", "builtin:separable"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("perceptron-oracle: error:")
