@@ -1,0 +1,279 @@
+"""The Perceptron family: SPEC.md section 7's decisions, the invariants of
+``properties/perceptron.py`` on every implementation, and deliberately wrong implementations
+that each invariant must catch."""
+
+from __future__ import annotations
+
+import functools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perceptron_oracle import run
+from perceptron_oracle.compare import compare
+from perceptron_oracle.datasets import separable as make_separable
+from perceptron_oracle.properties import perceptron as inv
+from perceptron_oracle.properties.strategies import (PARAMS, Sequence, label_noise, separable,
+                                                     small_integers)
+from perceptron_oracle.reference.perceptron import perceptron as reference
+from perceptron_oracle.reference.perceptron import predict
+
+IMPLEMENTATIONS = [("reference", None), ("fast", "primal"), ("fast", "dual")]
+
+
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS,
+                ids=lambda p: f"perceptron:{p[1] or p[0]}")
+def impl(request):
+    which, form = request.param
+    return functools.partial(run, "perceptron", impl=which, form=form)
+
+
+# -- SPEC.md section 7: the decisions ---------------------------------------------------------
+
+def test_threshold_moves_toward_the_label():
+    """b += eta y C (b = -theta): a missed positive example raises the bias."""
+    X, y = np.array([[0.0, 1.0]]), np.array([1])
+    trace = reference(X, y, eta=Fraction(1, 2), C=3, b0=-1)
+    assert trace.mistakes == [0]
+    assert trace.final["b"] == Fraction(-1) + Fraction(1, 2) * 3
+
+
+def test_lambda_applies_after_an_update_not_only_after_a_mistake():
+    """With tau > 0 a correct trial can update; from then on the example gets the lambda term."""
+    X, y = np.array([[1.0, 0.0], [2.0, 0.0]]), np.array([1, 1])
+    trace = reference(X, y, epochs=2, tau=5, lam=1, record_scores=True)
+    # trial 0: score 0 (mistake, update; w = (1, 0)); trial 1: 2 <= 5 updates without a
+    # mistake (w = (3, 0)); trial 2 (example 0 again): 3 + lam*||x0||^2 = 4 <= 5 updates
+    # (w = (4, 0)); trial 3: 8 + lam*||x1||^2 = 12, the lambda term earned by trial 1's
+    # update although example 1 was never mistaken ("mistaken before" would give 8).
+    assert trace.mistakes == [0] and trace.updates == [0, 1, 2]
+    assert trace.scores == [0, 2, 4, 12]
+
+
+def test_alpha_bound_blocks_updates_not_mistakes():
+    X, y = np.array([[1.0], [1.0]]), np.array([1, -1])  # inseparable: a duplicate, relabelled
+    trace = reference(X, y, epochs=4, alpha_bound=1)
+    assert trace.final["alpha"] == [1, 1]
+    assert trace.updates == [0, 1]
+    assert len(trace.mistakes) > len(trace.updates)  # later mistakes are blocked, not lost
+
+
+def test_votes_count_survived_trials_not_the_creating_mistake():
+    X, y = np.array([[1.0], [-1.0], [1.0]]), np.array([1, -1, 1])
+    trace = reference(X, y, epochs=2)
+    # trial 0 is the only mistake; h_1 then survives the other 5 trials
+    assert trace.updates == [0] and trace.final["votes"] == [0, 5]
+    assert trace.final["averaged"]["w"] == [5] and trace.final["averaged"]["total_votes"] == 5
+
+
+def test_zero_score_is_a_mistake_and_predicts_zero():
+    X, y = np.array([[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]]), np.array([1, -1, 1])
+    trace = reference(X, y)
+    # trial 2: w = (0, 2), score 2 > 0; trial 1: w = (1, 1), score exactly 0: a mistake
+    assert trace.mistakes == [0, 1]
+    assert predict(trace, X, y, np.array([[1.0, 1.0]]))[0] == 1
+    assert predict(trace, X, y, np.array([[1.0, 0.0]])) == [0]
+
+
+def test_exact_ties_on_integers_are_compared_not_excused():
+    """Small integers with dyadic parameters: float64 is exact, nothing is fragile, and the
+    fast forms reproduce every exact tie."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(-2, 3, size=(40, 3)).astype(float)
+    y = np.where(rng.random(40) < 0.5, 1, -1)
+    params = dict(eta=Fraction(1, 2), b0=-1, C=2, tau=Fraction(3, 4), lam=Fraction(1, 4))
+    expected = reference(X, y, epochs=3, record_scores=True, **params)
+    ties = [t for t in range(1, len(expected.scores)) if expected.scores[t] == 0]
+    assert ties and expected.fragile == []
+    for form in ("primal", "dual"):
+        result = compare(expected, run("perceptron", X, y, impl="fast", form=form, epochs=3,
+                                       **params), X)
+        assert result.ok and not result.excused, result.describe()
+
+
+def test_non_dyadic_parameters_flag_fragile_trials_only_near_thresholds():
+    rng = np.random.default_rng(6)
+    X = rng.integers(-2, 3, size=(30, 3)).astype(float)
+    y = np.where(rng.random(30) < 0.5, 1, -1)
+    trace = reference(X, y, epochs=2, eta=Fraction(1, 10), tau=Fraction(1, 3),
+                      record_scores=True)
+    for t in trace.fragile:
+        margin = abs(trace.scores[t])
+        assert margin < 1e-12 or abs(margin - Fraction(1, 3)) < 1e-12
+    assert trace.fragile  # ties in exact arithmetic that float64 cannot promise
+
+
+def test_sparse_input_takes_the_same_path(tmp_path):
+    import scipy.sparse as sp
+    ds = make_separable(300, 40, 0.05, seed=3)
+    X = np.where(np.abs(ds.X) > 0.15, ds.X, 0.0)
+    dense = run("perceptron", X, ds.y, impl="fast", form="primal", epochs=2)
+    for form in ("primal", "dual"):
+        sparse = run("perceptron", sp.csr_matrix(X), ds.y, impl="fast", form=form, epochs=2)
+        assert sparse.mistakes == dense.mistakes and sparse.updates == dense.updates
+
+
+def test_dual_cache_overflow_path_matches(monkeypatch):
+    """Past the kernel-row cache budget the dual form computes rows per block: same trace."""
+    from perceptron_oracle.fast import perceptron as fast_perceptron
+    ds = make_separable(120, 6, 0.0, seed=4)
+    y = np.where(np.arange(120) % 7 == 0, -ds.y, ds.y)
+    full = run("perceptron", ds.X, y, impl="fast", form="dual", epochs=3, kernel="rbf:gamma=2")
+    monkeypatch.setattr(fast_perceptron, "KERNEL_CACHE_BYTES", 8 * 120 * 3)  # 3 rows
+    small = run("perceptron", ds.X, y, impl="fast", form="dual", epochs=3, kernel="rbf:gamma=2")
+    assert small.mistakes == full.mistakes and small.updates == full.updates
+    assert np.allclose(small.final["b"], full.final["b"])
+
+
+# -- the invariants, on every implementation --------------------------------------------------
+
+@given(seq=separable())
+def test_classic_perceptron(impl, seq):
+    inv.check_classic(impl, seq)
+
+
+@given(seq=separable(min_margin=0.05), eta=st.sampled_from([1, Fraction(1, 2), 3]))
+def test_novikoff_bound(impl, seq, eta):
+    inv.check_novikoff(impl, seq, epochs=3, eta=eta)
+
+
+@given(seq=st.one_of(label_noise(), small_integers()), params=PARAMS["perceptron"](),
+       epochs=st.integers(1, 3))
+def test_bookkeeping_and_hypotheses(impl, seq, params, epochs):
+    trace = impl(seq.X, seq.y, epochs=epochs, **params)
+    inv.check_bookkeeping(trace, seq, params)
+    inv.check_longest_survivor(trace)
+    X_test = np.vstack([seq.X, -seq.X, seq.X[::-1] + 0.25])
+    inv.check_voted_agrees_with_last(trace, seq, X_test)
+
+
+# -- deliberately wrong implementations: each invariant must catch one -------------------------
+
+def _wrong(tie_rule="<=", sign=1, creating_vote=0, tie_latest=False):
+    """A small exact Perceptron with one mistake planted (the defaults make it correct)."""
+    def impl(X, y, *, epochs=1, eta=1, **params):
+        trace = reference(X, y, epochs=epochs, eta=eta, **params)
+        rows = [[Fraction(v) for v in r] for r in np.asarray(X).tolist()]
+        w = [Fraction(0)] * len(rows[0])
+        mistakes = []
+        for t in range(epochs * len(rows)):
+            x, label = rows[t % len(rows)], int(y[t % len(rows)])
+            margin = label * sum(a * b for a, b in zip(w, x))
+            if (margin <= 0) if tie_rule == "<=" else (margin < 0):
+                mistakes.append(t)
+                w = [a + sign * label * eta * b for a, b in zip(w, x)]
+        trace.mistakes = trace.updates = mistakes
+        votes = list(np.diff([-1] + mistakes + [epochs * len(rows)]) - 1)
+        votes = [int(v) + (creating_vote if k else 0) for k, v in enumerate(votes)]
+        trace.final["votes"] = votes
+        best = max(votes)
+        index = len(votes) - 1 - votes[::-1].index(best) if tie_latest else votes.index(best)
+        trace.final["longest_survivor"]["index"] = index
+        return trace
+    return impl
+
+
+def _violations(check, impl, sequences):
+    found = 0
+    for seq in sequences:
+        try:
+            check(impl, seq)
+        except inv.InvariantViolation:
+            found += 1
+    return found
+
+
+def _integer_sequences(count=40):
+    out = []
+    for seed in range(count):
+        rng = np.random.default_rng(seed)
+        X = rng.integers(-2, 3, size=(12, 2)).astype(float)
+        out.append(Sequence(X, np.where(rng.random(12) < 0.5, 1, -1), name="integers"))
+    return out
+
+
+def test_the_correct_planted_implementation_passes():
+    assert _violations(inv.check_classic, _wrong(), _integer_sequences()) == 0
+
+
+def test_classic_check_catches_the_wrong_tie_rule():
+    assert _violations(inv.check_classic, _wrong(tie_rule="<"), _integer_sequences()) > 0
+
+
+def test_novikoff_check_catches_a_sign_error():
+    caught = 0
+    for seed in range(10):
+        ds = make_separable(30, 3, 0.2, seed=seed)
+        u = np.linalg.lstsq(ds.X, ds.y.astype(float), rcond=None)[0]  # any separator will do
+        u /= np.linalg.norm(u)
+        margin = float(np.min(ds.y * (ds.X @ u)))
+        if margin <= 0:
+            continue
+        seq = Sequence(ds.X, ds.y, u=u, margin=margin)
+        inv.check_novikoff(_wrong(), seq, epochs=3)  # the correct one passes
+        try:
+            inv.check_novikoff(_wrong(sign=-1), seq, epochs=3)
+        except inv.InvariantViolation:
+            caught += 1
+    assert caught > 0
+
+
+def test_bookkeeping_catches_freund_schapire_votes():
+    """Starting a new hypothesis' vote at 1 (Freund & Schapire's pseudo-code) counts the
+    creating mistake twice; the vote total no longer matches the non-update trials."""
+    caught = 0
+    for seq in _integer_sequences():
+        trace = _wrong(creating_vote=1)(seq.X, seq.y, epochs=2)
+        try:
+            inv.check_bookkeeping(trace, seq, {})
+        except inv.InvariantViolation:
+            caught += 1
+    assert caught > 0
+
+
+def test_longest_survivor_check_catches_the_latest_on_a_tie():
+    caught = 0
+    for seq in _integer_sequences():
+        try:
+            inv.check_longest_survivor(_wrong(tie_latest=True)(seq.X, seq.y, epochs=2))
+        except inv.InvariantViolation:
+            caught += 1
+    assert caught > 0
+
+
+def test_voted_check_catches_an_unweighted_vote(monkeypatch):
+    """A voted prediction that forgets the votes (a plain majority of hypotheses) disagrees
+    with the last hypothesis somewhere even when the last one's vote dominates."""
+    def unweighted(trace, X_train, y_train, X, mode="last"):
+        if mode != "voted":
+            return predict(trace, X_train, y_train, X, mode)
+        flat = trace.final | {"votes": [1] * len(trace.final["votes"])}
+        return predict(type(trace)(**{**trace.__dict__, "final": flat}), X_train, y_train, X,
+                       "voted")
+    monkeypatch.setattr(inv, "predict", unweighted)
+    caught = 0
+    for seed in range(30):
+        ds = make_separable(40, 2, 0.02, seed=seed)
+        trace = reference(ds.X, ds.y, epochs=5)
+        grid = np.random.default_rng(seed).normal(size=(200, 2))
+        try:
+            inv.check_voted_agrees_with_last(trace, Sequence(ds.X, ds.y), grid)
+        except inv.InvariantViolation:
+            caught += 1
+    assert caught > 0
+
+
+def test_lambda_on_unseen_examples_is_caught_by_the_reference():
+    """Applying the lambda term to every example (not only those that updated) changes the
+    trace; the differential comparison names the first trial where it shows."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
+    y = np.array([1, -1, -1])
+    expected = reference(X, y, epochs=2, lam=2, record_scores=True)
+    wrong = reference(X, y, epochs=2, lam=2)
+    # the mutant: score + y lam ||x||^2 on every trial makes trial 0 (score 0) correct
+    wrong.mistakes = [t for t in wrong.mistakes if t != 0]
+    result = compare(expected, wrong, X)
+    assert not result.ok and result.first_divergence == 0
