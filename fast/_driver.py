@@ -67,7 +67,7 @@ def run_blocks(model: BlockModel, y: np.ndarray, epochs: int,
                 out.updates.append(trial)
                 gap = 0.5 * gap + 0.5 * (trial - last_update)
                 last_update = trial
-                block = int(min(MAX_BLOCK, max(MIN_BLOCK, gap)))
+                block = int(min(MAX_BLOCK, max(MIN_BLOCK, gap / 2)))
             else:
                 block = min(MAX_BLOCK, 2 * block)
             pos += end

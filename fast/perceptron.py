@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import validate
+from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..reference._common import check_epochs
@@ -60,7 +60,10 @@ class _Primal(_Model):
         self.w = np.zeros(X.shape[1])
 
     def scores(self, start: int, stop: int) -> np.ndarray:
-        s = self.X[start:stop] @ self.w
+        with np.errstate(invalid="ignore", over="ignore"):
+            s = self.X[start:stop] @ self.w
+        if not np.isfinite(s).all():  # NaN and inf propagate through any product with w:
+            check_finite_rows(self.X[start:stop])  # this is validate()'s finiteness check
         s += self.b
         return self.lambda_trick(s, start, stop)
 
@@ -113,17 +116,17 @@ class _Dual(_Model):
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool) -> Trace:
-    X, y = validate(X, y)
-    epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
     p = PARAMS.resolve(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    # The dense primal form checks finiteness on its own first pass, which scores every row
+    # (a NaN or infinity anywhere in a row makes its score non-finite): one pass saved.
+    X, y = validate(X, y, check_finite=form != "primal")
+    epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
     result = run_blocks(model, y, epochs, record_scores)
     final = _final(X, y, result.updates, epochs, model, kern)
-    if form == "primal":
-        final["w"] = model.w.tolist()  # the vector the run built, not a recomputation
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
                  updates=result.updates, final=final, scores=result.scores)
@@ -145,16 +148,20 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
     averaged = np.zeros(T, dtype=np.int64)
     np.add.at(averaged, examples, after[1:])
 
-    def hypothesis(alpha: np.ndarray, weight: int = 1) -> dict[str, Any]:
+    def hypothesis(alpha: np.ndarray, weight: int = 1, w: Any = None) -> dict[str, Any]:
         state: dict[str, Any] = {
             "b": weight * model.b0 + model.eta * model.C * float(alpha @ y),
             "alpha": alpha.tolist(),
         }
         if kern.is_linear:
-            state["w"] = (model.eta * (X.T @ (alpha * y).astype(np.float64))).tolist()
+            if w is None:  # w = eta X^T (alpha y), over the support rows only
+                rows = np.flatnonzero(alpha)
+                w = model.eta * (X[rows].T @ (alpha[rows] * y[rows]).astype(np.float64))
+            state["w"] = w.tolist()
         return state
 
-    final = hypothesis(model.alpha)
+    # the last hypothesis: what the run built (w only in primal form, else recomputed)
+    final = hypothesis(model.alpha, w=getattr(model, "w", None))
     final["b"] = model.b
     final["votes"] = votes.tolist()
     final["longest_survivor"] = {

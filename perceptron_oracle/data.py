@@ -29,9 +29,15 @@ class Dataset:
     source: str = "<memory>"
 
 
-def validate(X: Any, y: Any, *, where: str = "data") -> tuple[Any, np.ndarray]:
-    """Check X and y and return them as the implementations take them (copies, never views
-    that a caller could change behind a run's back)."""
+def validate(X: Any, y: Any, *, where: str = "data",
+             check_finite: bool = True) -> tuple[Any, np.ndarray]:
+    """Check X and y and return them as the implementations take them.
+
+    X comes back as the caller's own array when it is already a C-contiguous float64 array
+    (no copy of a large data set; no implementation writes to X), else as a converted copy.
+    ``check_finite=False`` leaves the NaN/infinity check of a dense X to a caller that makes
+    it on its own first pass over the data (:func:`check_finite_rows`).
+    """
     if sp.issparse(X):
         if X.ndim != 2:
             raise DataError(f"{where}: X must be 2-dimensional")
@@ -41,15 +47,19 @@ def validate(X: Any, y: Any, *, where: str = "data") -> tuple[Any, np.ndarray]:
         values = X.data
     else:
         try:
-            X = np.array(X, dtype=np.float64, order="C", copy=True)
+            X = np.ascontiguousarray(X, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise DataError(f"{where}: X is not numeric ({exc})") from None
         if X.ndim != 2:
             raise DataError(f"{where}: X must be 2-dimensional, got {X.ndim} dimension(s)")
         values = X
-    if not np.all(np.isfinite(values)):
-        bad = "NaN" if np.isnan(values).any() else "an infinity"
-        raise DataError(f"{where}: X contains {bad}")
+    # One summing pass: a NaN or infinity makes the sum non-finite; only then (or on an
+    # overflow of finite values) look closer.
+    if check_finite or sp.issparse(X):
+        with np.errstate(all="ignore"):
+            total = np.sum(values)
+        if not np.isfinite(total):
+            check_finite_rows(values, where)
     y_arr = np.asarray(y)
     if y_arr.ndim != 1:
         raise DataError(f"{where}: y must be 1-dimensional, got shape {y_arr.shape}")
@@ -69,6 +79,13 @@ def validate(X: Any, y: Any, *, where: str = "data") -> tuple[Any, np.ndarray]:
             label = int(label)
         raise DataError(f"{where}: label {label!r} at row {i} is not -1 or +1")
     return X, y_arr.astype(np.int64)
+
+
+def check_finite_rows(values: np.ndarray, where: str = "data") -> None:
+    """Raise the DataError that names a NaN or infinity in ``values``, if there is one."""
+    if not np.all(np.isfinite(values)):
+        bad = "NaN" if np.isnan(values).any() else "an infinity"
+        raise DataError(f"{where}: X contains {bad}")
 
 
 def load(path: str | os.PathLike[str], *, n_features: int | None = None) -> Dataset:

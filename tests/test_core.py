@@ -252,13 +252,15 @@ def test_validate_names_the_problem(X, y, message):
         data.validate(X, y)
 
 
-def test_validate_copies_and_never_changes_its_input():
+def test_validate_converts_without_changing_its_input():
     X = np.arange(6, dtype=np.float32).reshape(2, 3)
     y = np.array([1.0, -1.0])
     X2, y2 = data.validate(X, y)
-    assert X2.dtype == np.float64 and y2.dtype == np.int64
+    assert X2.dtype == np.float64 and y2.dtype == np.int64 and X2.flags.c_contiguous
     X2[0, 0] = 99
     assert X[0, 0] == 0
+    huge = np.full((2, 2), 1e308)  # finite values whose sum overflows are still accepted
+    assert data.validate(huge, [1, -1])[0] is huge
 
 
 # -- preprocessing --------------------------------------------------------------------------

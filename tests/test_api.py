@@ -1,0 +1,87 @@
+"""The public surface: one protocol for every implementation, the pure reference, ``run``."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perceptron_oracle import run
+from perceptron_oracle.errors import DataError, ParamError, UnknownAlgorithmError
+from perceptron_oracle.registry import ALGORITHMS, implementations
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_every_form_has_the_references_signature(name):
+    """Every form of an algorithm takes the same parameters, with the same defaults, as its
+    reference, and those are exactly the parameter schema's (CPython's decimal twins test)."""
+    algo = ALGORITHMS[name]
+    reference = inspect.signature(algo.implementation("reference"))
+    schema = algo.params
+    keyword = [p for p in reference.parameters.values() if p.kind is p.KEYWORD_ONLY]
+    params = {p.name: p.default for p in keyword}
+    assert set(schema.params) <= set(params)
+    for pname, param in schema.params.items():
+        assert param.read(params[pname]) == param.read(param.default), pname
+    assert [p.name for p in reference.parameters.values()][:2] == ["X", "y"]
+    for form in algo.forms:
+        assert inspect.signature(algo.implementation("fast", form)) == reference, form
+
+
+def test_registry_lists_reference_first():
+    rows = implementations()
+    assert ("perceptron", "reference", "reference") in rows
+    assert rows.index(("perceptron", "reference", "reference")) < rows.index(
+        ("perceptron", "fast", "primal"))
+
+
+def test_reference_imports_with_numpy_blocked():
+    """The reference is pure Python: importing and running it must not need numpy."""
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" or name.startswith(("numpy.", "scipy")):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+from perceptron_oracle.reference.perceptron import perceptron
+trace = perceptron([[1.0, 0.0], [0.0, 1.0]], [1, -1], epochs=2, kernel="poly:degree=2")
+assert "numpy" not in sys.modules, "numpy was imported"
+print(trace.mistakes)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0, 1]"
+
+
+def test_run_picks_forms_and_rejects_bad_requests():
+    X, y = np.eye(3), np.array([1, -1, 1])
+    assert run("perceptron", X, y).form == "reference"
+    assert run("perceptron", X, y, impl="fast").form == "primal"
+    assert run("perceptron", X, y, impl="fast", kernel="rbf:gamma=1").form == "dual"
+    with pytest.raises(UnknownAlgorithmError, match="unknown algorithm"):
+        run("adaline", X, y)
+    with pytest.raises(UnknownAlgorithmError, match="implementation"):
+        run("perceptron", X, y, impl="gpu")
+    with pytest.raises(UnknownAlgorithmError, match="no fast form"):
+        run("perceptron", X, y, impl="fast", form="implicit")
+    with pytest.raises(ParamError, match="unknown parameter"):
+        run("perceptron", X, y, rho=1)
+    with pytest.raises(ParamError, match="epochs"):
+        run("perceptron", X, y, epochs=0)
+    for impl, form in (("reference", None), ("fast", "primal"), ("fast", "dual")):
+        with pytest.raises(DataError, match="label"):
+            run("perceptron", X, np.array([1, 0, 1]), impl=impl, form=form)
+        with pytest.raises(DataError, match="NaN"):
+            run("perceptron", np.full((3, 3), np.nan), y, impl=impl, form=form)
+
+
+def test_run_leaves_its_input_alone():
+    X, y = np.eye(3), np.array([1, -1, 1])
+    X0, y0 = X.copy(), y.copy()
+    for impl, form in (("reference", None), ("fast", "primal"), ("fast", "dual")):
+        run("perceptron", X, y, impl=impl, form=form, epochs=2, tau=1)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0)
