@@ -134,3 +134,21 @@ def test_installed_console_script(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "perceptron_oracle.cli", "run", "x",
                           "--data", "builtin:separable"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("perceptron-oracle: error:")
+
+
+def test_traces_validate_against_the_schema(files, tmp_path):
+    import pathlib
+
+    import jsonschema  # in the [test] extra
+    schema_path = (pathlib.Path(__file__).parent.parent / "conformance_data" / "schema" /
+                   "trace-1.schema.json")
+    validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text()))
+    for argv in (["--impl", "fast", "--form", "dual", "--kernel", "poly:degree=3,coef0=-1/2"],
+                 ["--param", "eta=0.1"], ["--impl", "fast", "--kernel", "rbf:gamma=2"]):
+        out = tmp_path / "t.json"
+        assert main(["run", "perceptron", "--data", str(files / "d.svm"), "--out", str(out),
+                     *argv]) == 0
+        doc = json.loads(out.read_text())
+        assert not list(validator.iter_errors(doc))
+        doc["mistakes"] = ["0"]
+        assert list(validator.iter_errors(doc))  # the schema does reject a malformed trace
