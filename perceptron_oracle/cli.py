@@ -38,6 +38,30 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--add-bias", action="store_true",
                      help="append a constant 1 coordinate first (float64)")
     run.add_argument("--out", default=None, metavar="TRACE.json")
+
+    check = commands.add_parser("check", help="every fast form against every golden case "
+                                               "(the main job)")
+    check.add_argument("--golden", default=None, metavar="DIR",
+                       help="the golden files (default: conformance_data/)")
+
+    golden = commands.add_parser("golden", help="regenerate the golden files from the "
+                                                 "reference")
+    golden.add_argument("--check", action="store_true",
+                        help="regenerate into a temporary directory and fail if any byte "
+                             "differs")
+    golden.add_argument("--golden", default=None, metavar="DIR")
+
+    verify = commands.add_parser("verify", help="check another implementation against the "
+                                                 "golden cases")
+    source = verify.add_mutually_exclusive_group(required=True)
+    source.add_argument("--results", metavar="DIR",
+                        help="trace files DIR/<file>-<id>.json written by the implementation")
+    source.add_argument("--impl", metavar="MODULE:CALLABLE",
+                        help="a Python implementation, called once per case")
+    verify.add_argument("--golden", default=None, metavar="DIR")
+    verify.add_argument("--algorithm", action="append", default=None,
+                        help="only the cases of this algorithm (repeatable)")
+    verify.add_argument("--quiet", action="store_true", help="print failures only")
     return parser
 
 
@@ -84,12 +108,101 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _golden_dir(args: argparse.Namespace) -> Any:
+    import pathlib
+
+    from . import golden
+
+    return pathlib.Path(args.golden) if args.golden else golden.default_directory()
+
+
+def _check(args: argparse.Namespace) -> int:
+    """One row per (algorithm, form, group): cases, passed, excused at a fragile trial, time."""
+    from . import golden, verify
+
+    cases = golden.load(_golden_dir(args))
+    jobs = [(case, form) for case in cases for form in verify.forms_for(case)]
+    rows: dict[tuple[str, str, str, int], list[verify.CaseResult]] = {}
+    progress = verify.progress_bar()
+    failures = []
+    for i, (case, form) in enumerate(jobs):
+        result = verify.verify([case], lambda c: verify.run_fast_form(c, form))[0]
+        rows.setdefault((case.algorithm, form, case.file, case.group), []).append(result)
+        if not result.ok:
+            failures.append(f"FAIL {case.algorithm}:{form}:{case.name} ({case.comment}): "
+                            f"{result.message}")
+        if progress:
+            progress(i + 1, len(jobs))
+    print(f"{'algorithm':<18}{'form':<10}{'group':<22}{'cases':>6}{'pass':>6}{'fragile':>8}"
+          f"{'seconds':>9}")
+    for (algorithm, form, file, group), results in rows.items():
+        passed = sum(r.ok for r in results)
+        excused = sum(r.excused for r in results)
+        print(f"{algorithm:<18}{form:<10}{f'{file}#{group}':<22}{len(results):>6}{passed:>6}"
+              f"{excused:>8}{sum(r.seconds for r in results):>9.3f}")
+    for line in failures:
+        print(line)
+    total = len(jobs)
+    print(f"{total - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+def _golden(args: argparse.Namespace) -> int:
+    from . import golden
+
+    directory = _golden_dir(args)
+    start = time.perf_counter()
+    if args.check:
+        differ = golden.check_generated(directory, log=print)
+        seconds = time.perf_counter() - start
+        if differ:
+            print(f"golden files differ from a fresh generation: {', '.join(differ)} "
+                  f"({seconds:.1f} s)")
+            return 1
+        print(f"golden files are exactly what the reference generates ({seconds:.1f} s)")
+        return 0
+    golden.generate(directory, log=print)
+    print(f"wrote {directory} in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    import pathlib
+
+    from . import golden, verify
+
+    cases = golden.load(_golden_dir(args))
+    if args.algorithm:
+        cases = [c for c in cases if c.algorithm in args.algorithm]
+    if args.impl:
+        impl = verify.load_callable(args.impl)
+        results = verify.verify(cases, lambda c: verify.run_external(c, impl),
+                                verify.progress_bar())
+    else:
+        directory = pathlib.Path(args.results)
+        if not directory.is_dir():
+            raise OracleInputError(f"--results {directory}: not a directory")
+        results = verify.verify(cases, lambda c: verify.read_result_file(directory, c),
+                                verify.progress_bar())
+    failed = [r for r in results if not r.ok]
+    for r in results:
+        if not r.ok or not args.quiet:
+            status = "PASS" if r.ok else "FAIL"
+            print(f"{status} {r.case.name} [{r.case.algorithm}] {r.case.comment}: {r.message}")
+    manifest = _golden_dir(args) / "manifest.json"
+    import hashlib
+
+    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
+    print(f"golden set {manifest.parent} (manifest sha256 {digest}...): "
+          f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _build_parser().parse_args(argv)
-        if args.command == "run":
-            return _run(args)
-        raise OracleInputError(f"unknown command {args.command!r}")
+        commands = {"run": _run, "check": _check, "golden": _golden, "verify": _verify}
+        return commands[args.command](args)
     except OracleInputError as exc:
         print(f"perceptron-oracle: error: {exc}", file=sys.stderr)
         return 2

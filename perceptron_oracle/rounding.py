@@ -31,10 +31,20 @@ def score_error_bound(operations: int, magnitude: float) -> float:
     """``SAFETY * (gamma_m * M + m * 2^-1074)`` for m = ``operations``, M = ``magnitude``.
 
     The second term covers underflow: a product that lands among the subnormals may lose up
-    to 2^-1075 absolutely, whatever its relative size.
+    to 2^-1075 absolutely, whatever its relative size.  A magnitude of 0 means no nonzero
+    term at all (see :func:`magnitude_float`), and the bound is then 0.
     """
+    if magnitude == 0:
+        return 0.0  # no nonzero term: float64 computes the exact 0
     m = operations * UNIT_ROUNDOFF
     return SAFETY * (m / (1.0 - m) * magnitude + operations * 2.0 ** -1074)
+
+
+def magnitude_float(value: object) -> float:
+    """A nonnegative magnitude as a float that is 0 only if the value is 0: a value below the
+    float64 range becomes the smallest subnormal (``score_error_bound`` needs that)."""
+    out = float(value)  # type: ignore[arg-type]
+    return out if out or not value else 5e-324
 
 
 def dyadic_exponent(value: Fraction) -> int | None:

@@ -25,7 +25,8 @@ from typing import Any
 from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import exact_in_float64, max_dyadic_exponent, score_error_bound
+from ..rounding import (exact_in_float64, magnitude_float, max_dyadic_exponent,
+                         score_error_bound)
 from ..trace import Trace
 from ._common import check_epochs, exact_data
 
@@ -66,7 +67,10 @@ class _Gram:
     def magnitude(self, i: int, j: int) -> float:
         key = (i, j) if i <= j else (j, i)
         if key not in self.magnitudes:
-            self.magnitudes[key] = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
+            value = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
+            if value == 0 and self(i, j) != 0:  # products below the float64 range
+                value = 5e-324
+            self.magnitudes[key] = value
         return self.magnitudes[key]
 
 
@@ -109,7 +113,8 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             magnitude = (abs(b0) + abs(eta * C) * len(updates)
                          + eta * sum(alpha[i] * gram.magnitude(i, j) for i in support)
                          + (lam * gram.magnitude(j, j) if lam_term else 0))
-            err = score_error_bound((n + 8) * kern.depth + len(updates) + 8, float(magnitude))
+            err = score_error_bound((n + 8) * kern.depth + len(updates) + 8,
+                                    magnitude_float(magnitude))
             tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too
             if (err and abs(margin) <= err) or (tau_err and abs(margin - tau) <= tau_err):
                 fragile.append(t)
