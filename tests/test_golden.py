@@ -1,0 +1,151 @@
+"""The golden files: lint, schema, tamper detection, regeneration, and the verifier against
+the project's fast forms and against deliberately wrong implementations."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+
+import jsonschema
+import pytest
+
+import wrong_perceptrons
+from perceptron_oracle import golden, verify
+from perceptron_oracle.cli import main
+from perceptron_oracle.golden import GoldenFileError
+from perceptron_oracle.trace import Trace
+
+GOLDEN = golden.default_directory()
+FILES = json.loads((GOLDEN / "manifest.json").read_text())["files"]
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return golden.load(GOLDEN)
+
+
+@pytest.mark.parametrize("entry", FILES, ids=lambda e: e["path"])
+def test_lint(entry):
+    """Schema valid, ids unique, counts right, every flag defined and every note used."""
+    doc = json.loads((GOLDEN / entry["path"]).read_text())
+    schema = json.loads((GOLDEN / doc["schema"]).read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    assert not errors, errors[0].message
+    ids = [c["id"] for g in doc["groups"] for c in g["cases"]]
+    assert len(ids) == len(set(ids)) == doc["numberOfCases"] == entry["numberOfCases"]
+    used = {f for g in doc["groups"] for c in g["cases"] for f in c["flags"]}
+    assert used == set(doc["notes"])
+
+
+def test_most_cases_are_robust(cases):
+    """A float64 implementation must match most cases exactly: few carry a fragile trial."""
+    fragile = [c for c in cases if c.expected.fragile]
+    assert len(fragile) <= len(cases) // 5
+
+
+def test_regeneration_is_byte_identical():
+    assert golden.check_generated(GOLDEN) == []
+
+
+def _copy(tmp_path):
+    target = tmp_path / "golden"
+    shutil.copytree(GOLDEN, target)
+    return target
+
+
+def test_tampered_file_is_named(tmp_path):
+    target = _copy(tmp_path)
+    path = target / FILES[0]["path"]
+    text = path.read_text()
+    path.write_text(text.replace('"mistakes": [', '"mistakes": [0, ', 1))
+    with pytest.raises(GoldenFileError, match=f"{FILES[0]['path']}: sha256"):
+        golden.load(target)
+
+
+def test_truncated_file_is_named(tmp_path):
+    target = _copy(tmp_path)
+    path = target / FILES[0]["path"]
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(GoldenFileError, match="sha256"):
+        golden.load(target)
+
+
+def test_malformed_file_with_a_forged_manifest_is_named(tmp_path):
+    import hashlib
+    target = _copy(tmp_path)
+    path = target / FILES[0]["path"]
+    doc = json.loads(path.read_text())
+    del doc["groups"][0]["cases"][0]["expected"]
+    for text, message in ((json.dumps(doc), "case 1: malformed"), ("{", "not valid JSON")):
+        path.write_text(text)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest["files"][0]["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+        (target / "manifest.json").write_text(json.dumps(manifest))
+        with pytest.raises(GoldenFileError, match=message):
+            golden.load(target)
+
+
+def test_missing_manifest_and_files(tmp_path, capsys):
+    with pytest.raises(GoldenFileError, match="no manifest"):
+        golden.load(tmp_path)
+    target = _copy(tmp_path)
+    (target / FILES[0]["path"]).unlink()
+    with pytest.raises(GoldenFileError, match="missing"):
+        golden.load(target)
+    assert main(["check", "--golden", str(target)]) == 2
+    assert "missing" in capsys.readouterr().err
+
+
+def test_check_passes_on_every_fast_form(capsys):
+    assert main(["check"]) == 0
+    out = capsys.readouterr().out
+    assert " 0 failed" in out and "perceptron        primal" in out
+
+
+def test_verify_accepts_the_correct_independent_implementation(capsys):
+    assert main(["verify", "--impl", "wrong_perceptrons:correct", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("mutation", [m for m in wrong_perceptrons.MUTATIONS if m])
+def test_verify_rejects_a_wrong_implementation_at_its_first_divergence(mutation, cases):
+    impl = getattr(wrong_perceptrons, mutation)
+    results = verify.verify(cases, lambda c: verify.run_external(c, impl))
+    failed = [r for r in results if not r.ok]
+    assert failed, f"{mutation} ({wrong_perceptrons.MUTATIONS[mutation]}) passed"
+    for r in failed:
+        actual = Trace.from_dict(verify.run_external(r.case, impl))
+        expected = r.case.expected
+        diverging = sorted((set(actual.mistakes) ^ set(expected.mistakes)) |
+                           (set(actual.updates) ^ set(expected.updates)))
+        if diverging:
+            assert f"trial {diverging[0]} " in r.message, r.message
+        else:  # same decisions: the planted bug shows in the final state
+            assert r.message.startswith("final"), r.message
+
+
+def test_verify_results_directory(tmp_path, capsys, cases):
+    """Trace files written by another program: all correct, then one missing, one wrong."""
+    for case in cases:
+        trace = verify.run_fast_form(case, verify.forms_for(case)[-1])
+        (tmp_path / f"{pathlib.Path(case.file).stem}-{case.id}.json").write_text(
+            trace.to_json())
+    assert main(["verify", "--results", str(tmp_path), "--quiet"]) == 0
+    (tmp_path / "perceptron-1.json").unlink()
+    bad = json.loads((tmp_path / "perceptron-2.json").read_text())
+    bad["mistakes"] = bad["mistakes"][1:]
+    (tmp_path / "perceptron-2.json").write_text(json.dumps(bad))
+    capsys.readouterr()
+    assert main(["verify", "--results", str(tmp_path), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL perceptron.json:1" in out and "no trace" in out
+    assert "FAIL perceptron.json:2" in out and "exact score" in out
+    assert out.strip().endswith("2 failed")
+
+
+@pytest.mark.parametrize("spec, message", [("nomodule:f", "cannot import"),
+                                           ("wrong_perceptrons:nothing", "no attribute"),
+                                           ("justaname", "MODULE:CALLABLE")])
+def test_verify_impl_errors(spec, message, capsys):
+    assert main(["verify", "--impl", spec]) == 2
+    assert message in capsys.readouterr().err
