@@ -1,0 +1,71 @@
+"""pytest plugin (entry point ``pytest11``): run the golden cases and the invariants against a
+third-party Python implementation, one pytest item per case.
+
+    pytest --oracle-impl mypackage.module:function [--oracle-golden DIR]
+           [--oracle-algorithm perceptron ...]
+
+``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
+``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Without
+``--oracle-impl`` the plugin does nothing.  Expected failures are the caller's to declare,
+with a reason, through pytest's own ``-k``/xfail machinery; none are built in.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+
+CONFORMANCE_TESTS = pathlib.Path(__file__).with_name("conformance_tests.py")
+
+
+def pytest_addoption(parser: Any) -> None:
+    group = parser.getgroup("perceptron-oracle")
+    group.addoption("--oracle-impl", default=None, metavar="MODULE:CALLABLE",
+                    help="run perceptron-oracle's golden cases and invariants against this "
+                         "implementation")
+    group.addoption("--oracle-golden", default=None, metavar="DIR",
+                    help="the golden files (default: the package's conformance_data/)")
+    group.addoption("--oracle-algorithm", action="append", default=None, metavar="NAME",
+                    help="only this algorithm's cases and invariants (repeatable)")
+
+
+def pytest_configure(config: Any) -> None:
+    spec = config.getoption("oracle_impl")
+    if spec:
+        from .errors import OracleInputError
+        from .verify import load_callable
+
+        try:
+            load_callable(spec)
+        except OracleInputError as exc:
+            raise pytest.UsageError(f"--oracle-impl: {exc}") from None
+        config.args.append(str(CONFORMANCE_TESTS))
+
+
+def pytest_report_header(config: Any) -> list[str]:
+    spec = config.getoption("oracle_impl")
+    return [f"perceptron-oracle conformance target: {spec}"] if spec else []
+
+
+@pytest.fixture(scope="session")
+def oracle_impl(request: Any) -> Any:
+    from .verify import load_callable
+
+    spec = request.config.getoption("oracle_impl")
+    if not spec:
+        pytest.fail("--oracle-impl MODULE:CALLABLE is required for the conformance tests")
+    return load_callable(spec)
+
+
+def pytest_generate_tests(metafunc: Any) -> None:
+    if "oracle_case" in metafunc.fixturenames:
+        from . import golden
+
+        directory = metafunc.config.getoption("oracle_golden")
+        only = metafunc.config.getoption("oracle_algorithm")
+        cases = [c for c in golden.load(pathlib.Path(directory) if directory else None)
+                 if not only or c.algorithm in only]
+        metafunc.parametrize("oracle_case", cases,
+                             ids=[f"{c.algorithm}:{c.name}" for c in cases])
