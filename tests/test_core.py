@@ -166,7 +166,9 @@ def test_dyadic_grid():
     assert rounding.exact_in_float64(0, 2.0 ** 51)
     assert not rounding.exact_in_float64(0, 2.0 ** 53)
     assert not rounding.exact_in_float64(2000, 1.0)  # no overflow, just False
-    assert rounding.score_error_bound(10, 0.0) > 0  # underflow term
+    assert rounding.score_error_bound(10, 0.0) == 0  # no nonzero term: exact
+    assert rounding.score_error_bound(10, 1e-320) >= 20 * 2.0 ** -1074  # the underflow term
+    assert rounding.magnitude_float(Fraction(1, 10**400)) == 5e-324
     assert rounding.score_error_bound(10, 1.0) < 1e-14
 
 
