@@ -35,7 +35,7 @@ import numpy as np
 from . import __version__
 from .errors import OracleInputError
 from .registry import get
-from .trace import Trace, _decode, _encode
+from .trace import Trace, decode_value, encode_value
 
 FORMAT = "perceptron-oracle/cases@1"
 MANIFEST_FORMAT = "perceptron-oracle/manifest@1"
@@ -142,7 +142,7 @@ def _case_document(case_id: int, group: GroupSpec, spec: CaseSpec) -> dict[str, 
             "mistakes": trace.mistakes,
             "updates": trace.updates,
             "fragile": trace.fragile or [],
-            "final": _encode(trace.final),
+            "final": encode_value(trace.final),
             "final_float": _floats(trace.final),
             "final_tolerance": tolerance,
         },
@@ -189,7 +189,7 @@ def build_document(spec: FileSpec) -> dict[str, Any]:
             case_id += 1
             cases.append(_case_document(case_id, group, case))
         groups.append({"algorithm": group.algorithm, "kernel": group.kernel,
-                       "params": _encode(get(group.algorithm).params.resolve(group.params)),
+                       "params": encode_value(get(group.algorithm).params.resolve(group.params)),
                        "comment": group.comment, "cases": cases})
     notes = {**COMMON_NOTES, **spec.notes}
     used = sorted({f for g in groups for c in g["cases"] for f in c["flags"]})
@@ -329,7 +329,7 @@ def _parse_document(name: str, doc: Any) -> list[Case]:
         if not isinstance(group, dict) or not {"algorithm", "kernel", "params", "cases"} <= \
                 set(group):
             raise bad(f"group {g} lacks algorithm, kernel, params or cases")
-        params = _decode(group["params"])
+        params = decode_value(group["params"])
         for case in group["cases"]:
             try:
                 cid = case["id"]
@@ -347,7 +347,7 @@ def _parse_document(name: str, doc: Any) -> list[Case]:
                 expected = Trace(algorithm=group["algorithm"], form="reference",
                                  kernel=group["kernel"], params=params, n_examples=len(y),
                                  epochs=case["epochs"], mistakes=exp["mistakes"],
-                                 updates=exp["updates"], final=_decode(exp["final"]),
+                                 updates=exp["updates"], final=decode_value(exp["final"]),
                                  fragile=exp["fragile"])
                 Trace.from_dict(expected.to_dict())  # the trace checks: trial ranges, order
                 cases.append(Case(name, cid, case["comment"], case["flags"],

@@ -54,17 +54,17 @@ class Trace:
             "algorithm": self.algorithm,
             "form": self.form,
             "kernel": self.kernel,
-            "params": _encode(self.params),
+            "params": encode_value(self.params),
             "n_examples": self.n_examples,
             "epochs": self.epochs,
             "mistakes": list(self.mistakes),
             "updates": list(self.updates),
-            "final": _encode(self.final),
+            "final": encode_value(self.final),
         }
         if self.fragile is not None:
             out["fragile"] = list(self.fragile)
         if self.scores is not None:
-            out["scores"] = _encode(self.scores)
+            out["scores"] = encode_value(self.scores)
         return out
 
     def to_json(self, indent: int | None = None) -> str:
@@ -100,14 +100,14 @@ class Trace:
             algorithm=data["algorithm"],
             form=data["form"],
             kernel=data.get("kernel", "linear"),
-            params=_decode(data["params"]),
+            params=decode_value(data["params"]),
             n_examples=data["n_examples"],
             epochs=data["epochs"],
             mistakes=list(data["mistakes"]),
             updates=list(data["updates"]),
-            final=_decode(data["final"]),
+            final=decode_value(data["final"]),
             fragile=list(data["fragile"]) if "fragile" in data else None,
-            scores=_decode(data["scores"]) if "scores" in data else None,
+            scores=decode_value(data["scores"]) if "scores" in data else None,
         )
 
     @classmethod
@@ -132,7 +132,8 @@ def _check_trials(key: str, trials: Any, total: int) -> None:
         raise TraceFormatError(f"{key} has a trial outside 0..{total - 1}")
 
 
-def _encode(value: Any) -> Any:
+def encode_value(value: Any) -> Any:
+    """A value as the trace's JSON holds it (module docstring)."""
     if isinstance(value, Fraction):
         return format_exact(value)
     if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
@@ -142,21 +143,22 @@ def _encode(value: Any) -> Any:
             raise ValueError(f"a trace cannot hold {value!r}")
         return value
     if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
+        return {str(k): encode_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
+        return [encode_value(v) for v in value]
     if isinstance(value, _mpf):  # a binary float is a dyadic rational: exact as p/q
         return format_exact(to_fraction(value))
     if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return _encode(value.tolist())
+        return encode_value(value.tolist())
     raise TypeError(f"a trace cannot hold {type(value).__name__} values")
 
 
-def _decode(value: Any) -> Any:
+def decode_value(value: Any) -> Any:
+    """The inverse of :func:`encode_value`."""
     if isinstance(value, str):
         return Fraction(value) if is_rational_string(value) else value
     if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
+        return {k: decode_value(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [decode_value(v) for v in value]
     return value
