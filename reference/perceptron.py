@@ -211,16 +211,20 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     p = PARAMS.resolve(trace.params)
     eta, b0, C = float(p["eta"]), abs(float(p["b0"])), abs(float(p["C"]))
     ops = len(rows) + len(trace.updates) + 8
+    def bound(magnitude: float, exact: Any) -> float:
+        # a magnitude that underflowed to 0 while the exact value is not: the smallest one
+        return score_error_bound(ops, magnitude if magnitude or not exact else 5e-324)
+
     bounds: dict[str, Any] = {}
     for path, state, weight in (("final", trace.final, 1),
                                 ("final.longest_survivor", trace.final["longest_survivor"], 1),
                                 ("final.averaged", trace.final["averaged"],
                                  trace.final["averaged"]["total_votes"])):
         alpha = state["alpha"]
-        bounds[f"{path}.b"] = score_error_bound(ops, weight * b0 + eta * C * sum(alpha))
+        bounds[f"{path}.b"] = bound(weight * b0 + eta * C * sum(alpha), state["b"])
         if "w" in state:
             bounds[f"{path}.w"] = [
-                score_error_bound(ops, eta * sum(a * row[i] for a, row in zip(alpha, rows) if a))
+                bound(eta * sum(a * row[i] for a, row in zip(alpha, rows) if a), state["w"][i])
                 for i in range(len(rows[0]))]
     return bounds
 

@@ -277,3 +277,16 @@ def test_lambda_on_unseen_examples_is_caught_by_the_reference():
     wrong.mistakes = [t for t in wrong.mistakes if t != 0]
     result = compare(expected, wrong, X)
     assert not result.ok and result.first_divergence == 0
+
+
+# -- regressions: every bug a search found stays a test ---------------------------------------
+
+def test_regression_subnormal_final_state():
+    """Found by the thorough profile: eta * 5e-324 underflows to 0 in float64; the final
+    state's bound must allow that (its magnitude had underflowed to 0 as well)."""
+    X, y = np.array([[5e-324, 0.5000000005]]), np.array([1])
+    expected = reference(X, y, eta=Fraction(1, 2), record_scores=True)
+    for form in ("primal", "dual"):
+        result = compare(expected, run("perceptron", X, y, impl="fast", form=form,
+                                       eta=Fraction(1, 2)), X)
+        assert result.ok, result.describe()
