@@ -50,6 +50,8 @@ class Algorithm:
     def default_form(self, kernel: Any) -> str:
         if parse_kernel(kernel).is_linear:
             return self.forms[0]
+        if not self.kernel_forms:
+            raise ParamError(f"{self.name} takes the linear kernel only")
         return self.kernel_forms[0]
 
 
@@ -57,6 +59,9 @@ ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (
         Algorithm("perceptron", "perceptron", forms=("primal", "dual"),
                   kernel_forms=("dual",)),
+        # ANCHOR issue 3 (higher_order, pnorm_perceptron)
+        # ANCHOR issue 4 (second_order)
+        # ANCHOR issue 5 (romma, pumma)
     )
 }
 

@@ -136,8 +136,13 @@ _rational = st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(2), Fraction(
 
 
 @st.composite
-def perceptron_params(draw: Any, dyadic_only: bool = False) -> dict[str, Any]:
-    """The options of Khardon & Wachman; each one off in about half the draws."""
+def perceptron_params(draw: Any, dyadic_only: bool = False,
+                      form: str | None = None) -> dict[str, Any]:
+    """The options of Khardon & Wachman; each one off in about half the draws.
+
+    Every entry of ``PARAMS`` takes ``form`` (the fast form the draw is for, None for any),
+    so that a family can draw only what that form takes (p = 2 for a p = 2 form, say).
+    """
     value = _rational.filter(lambda v: not dyadic_only or _is_dyadic(v))
     params: dict[str, Any] = {}
     if draw(st.booleans(), label="eta?"):
@@ -158,7 +163,16 @@ def _is_dyadic(value: Fraction) -> bool:
     return (value.denominator & (value.denominator - 1)) == 0
 
 
-PARAMS = {"perceptron": perceptron_params}
+# ANCHOR issue 3 params strategies (higher_order, pnorm_perceptron)
+# ANCHOR issue 4 params strategies (second_order)
+# ANCHOR issue 5 params strategies (romma, pumma)
+
+PARAMS = {
+    "perceptron": perceptron_params,
+    # ANCHOR issue 3 PARAMS entries
+    # ANCHOR issue 4 PARAMS entries
+    # ANCHOR issue 5 PARAMS entries
+}
 
 KERNELS = {
     "linear": st.just("linear"),

@@ -1,4 +1,5 @@
-"""What every reference module needs: the data as exact rationals, checked without numpy."""
+"""What every reference module needs: the data as exact rationals, checked without numpy, and
+the exact kernel values between examples, each computed once."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from fractions import Fraction
 from typing import Any
 
 from ..errors import DataError, ParamError
+from ..kernels import Kernel
+from ..numbers import number_context
 
 
 def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
@@ -48,3 +51,30 @@ def check_epochs(epochs: Any) -> int:
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ParamError(f"epochs must be a positive integer, got {epochs!r}")
     return epochs
+
+
+class Gram:
+    """Exact k(x_i, x_j), each computed once, with the float magnitude that bounds rounding."""
+
+    def __init__(self, kernel: Kernel, rows: list[list[Fraction]]):
+        self.kernel = kernel
+        self.rows = rows
+        self.abs_rows = [[abs(float(v)) for v in row] for row in rows]
+        self.ctx = None if kernel.is_rational else number_context()
+        self.values: dict[tuple[int, int], Any] = {}
+        self.magnitudes: dict[tuple[int, int], float] = {}
+
+    def __call__(self, i: int, j: int) -> Any:
+        key = (i, j) if i <= j else (j, i)
+        if key not in self.values:
+            self.values[key] = self.kernel.exact(self.rows[i], self.rows[j], self.ctx)
+        return self.values[key]
+
+    def magnitude(self, i: int, j: int) -> float:
+        key = (i, j) if i <= j else (j, i)
+        if key not in self.magnitudes:
+            value = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
+            if value == 0 and self(i, j) != 0:  # products below the float64 range
+                value = 5e-324
+            self.magnitudes[key] = value
+        return self.magnitudes[key]

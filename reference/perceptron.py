@@ -28,7 +28,7 @@ from ..params import Param, ParamSchema
 from ..rounding import (exact_in_float64, magnitude_float, max_dyadic_exponent,
                          score_error_bound)
 from ..trace import Trace
-from ._common import check_epochs, exact_data
+from ._common import Gram, check_epochs, exact_data
 
 PARAMS = ParamSchema(
     Param("eta", "rational", Fraction(1), "learning rate eta (Figure 1)",
@@ -47,33 +47,6 @@ PARAMS = ParamSchema(
 PREDICTION_MODES = ("last", "longest_survivor", "voted", "averaged")
 
 
-class _Gram:
-    """Exact k(x_i, x_j), each computed once, with the float magnitude that bounds rounding."""
-
-    def __init__(self, kernel: Kernel, rows: list[list[Fraction]]):
-        self.kernel = kernel
-        self.rows = rows
-        self.abs_rows = [[abs(float(v)) for v in row] for row in rows]
-        self.ctx = None if kernel.is_rational else number_context()
-        self.values: dict[tuple[int, int], Any] = {}
-        self.magnitudes: dict[tuple[int, int], float] = {}
-
-    def __call__(self, i: int, j: int) -> Any:
-        key = (i, j) if i <= j else (j, i)
-        if key not in self.values:
-            self.values[key] = self.kernel.exact(self.rows[i], self.rows[j], self.ctx)
-        return self.values[key]
-
-    def magnitude(self, i: int, j: int) -> float:
-        key = (i, j) if i <= j else (j, i)
-        if key not in self.magnitudes:
-            value = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
-            if value == 0 and self(i, j) != 0:  # products below the float64 range
-                value = 5e-324
-            self.magnitudes[key] = value
-        return self.magnitudes[key]
-
-
 def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
                eta: Any = 1, b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0,
                alpha_bound: Any = None, record_scores: bool = False) -> Trace:
@@ -85,7 +58,7 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     eta, b0, C, tau, lam, bound = (p["eta"], p["b0"], p["C"], p["tau"], p["lam"],
                                    p["alpha_bound"])
     T, n = len(rows), len(rows[0])
-    gram = _Gram(kern, rows)
+    gram = Gram(kern, rows)
     exact_floats = _float64_is_exact(kern, rows, p, epochs * T)
 
     alpha = [0] * T          # alpha_j: updates caused by example j (section 2.1)

@@ -36,7 +36,7 @@ def test_fast_form_matches_reference(algorithm: str, form: str, kernel_family: s
                                      strategy: str, data: st.DataObject) -> None:
     algo = ALGORITHMS[algorithm]
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS[algorithm](), label="params")
+    params = data.draw(PARAMS[algorithm](form=form), label="params")
     kernel = data.draw(KERNELS[kernel_family], label="kernel")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = algo.implementation("reference")(seq.X, seq.y, epochs=epochs, kernel=kernel,
