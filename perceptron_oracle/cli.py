@@ -11,7 +11,13 @@ import time
 from typing import Any, Sequence
 
 from .errors import OracleInputError
+from .numbers import to_fraction
 from .params import parse_assignment
+
+
+# The Higher-Order Perceptron paper defines its algorithms on normalised instances: the CLI
+# normalises (to the run's p-norm) unless told --normalize none; the library call never does.
+NORMALIZED_BY_DEFAULT = ("higher_order", "pnorm_perceptron")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,8 +39,9 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kernel", default="linear")
     run.add_argument("--epochs", type=int, default=1)
     run.add_argument("--param", action="append", default=[], metavar="NAME=VALUE")
-    run.add_argument("--normalize", default=None, metavar="P",
-                     help="scale each instance to unit P-norm first (float64)")
+    run.add_argument("--normalize", default=None, metavar="P|none",
+                     help="scale each instance to unit P-norm first (float64); by default "
+                          "only for higher_order and pnorm_perceptron, to the run's p-norm")
     run.add_argument("--add-bias", action="store_true",
                      help="append a constant 1 coordinate first (float64)")
     run.add_argument("--out", default=None, metavar="TRACE.json")
@@ -81,15 +88,22 @@ def _run(args: argparse.Namespace) -> int:
         raise OracleInputError(f"--epochs must be at least 1, got {args.epochs}")
     dataset = _load(args.data)
     X = dataset.X
-    if args.normalize is not None:
+    params = dict(parse_assignment(text) for text in args.param)
+    norm = args.normalize
+    if norm is None and args.algorithm in NORMALIZED_BY_DEFAULT:
+        norm = str(params.get("p", 2))
+    steps = []
+    if norm is not None and norm != "none":
         try:
-            X = preprocessing.normalize(X, float(args.normalize))
-        except ValueError:
-            raise OracleInputError(f"--normalize takes a number p >= 1, "
-                                   f"got {args.normalize!r}") from None
+            order = float("inf") if norm == "inf" else float(to_fraction(norm))
+            X = preprocessing.normalize(X, order)
+        except (ValueError, ZeroDivisionError, OracleInputError):
+            raise OracleInputError(f"--normalize takes a number p >= 1 or none, "
+                                   f"got {norm!r}") from None
+        steps.append(f"normalized to unit {norm}-norm")
     if args.add_bias:
         X = preprocessing.add_bias(X)
-    params = dict(parse_assignment(text) for text in args.param)
+        steps.append("bias coordinate added")
     if args.impl == "reference" and hasattr(X, "toarray"):
         X = X.toarray()
     start = time.perf_counter()
@@ -98,7 +112,8 @@ def _run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     total = trace.n_examples * trace.epochs
     fragile = f", {len(trace.fragile)} fragile" if trace.fragile else ""
-    print(f"{trace.algorithm} {trace.form} {trace.kernel} on {dataset.source}: "
+    prepared = f" ({', '.join(steps)})" if steps else ""
+    print(f"{trace.algorithm} {trace.form} {trace.kernel} on {dataset.source}{prepared}: "
           f"{trace.n_examples} examples x {trace.epochs} epochs, "
           f"{len(trace.mistakes)} mistakes, {len(trace.updates)} updates in {total} trials"
           f"{fragile}, {seconds:.3f} s")
