@@ -137,24 +137,26 @@ def _check(args: argparse.Namespace) -> int:
 
     cases = golden.load(_golden_dir(args))
     jobs = [(case, form) for case in cases for form in verify.forms_for(case)]
-    rows: dict[tuple[str, str, str, int], list[verify.CaseResult]] = {}
+    rows: dict[tuple[str, str, str, int, str], list[verify.CaseResult]] = {}
     progress = verify.progress_bar()
     failures = []
     for i, (case, form) in enumerate(jobs):
         result = verify.verify([case], lambda c: verify.run_fast_form(c, form))[0]
-        rows.setdefault((case.algorithm, form, case.file, case.group), []).append(result)
+        key = (case.algorithm, form, case.file, case.group, case.group_comment)
+        rows.setdefault(key, []).append(result)
         if not result.ok:
             failures.append(f"FAIL {case.algorithm}:{form}:{case.name} ({case.comment}): "
                             f"{result.message}")
         if progress:
             progress(i + 1, len(jobs))
     print(f"{'algorithm':<18}{'form':<10}{'group':<22}{'cases':>6}{'pass':>6}{'fragile':>8}"
-          f"{'seconds':>9}")
-    for (algorithm, form, file, group), results in rows.items():
+          f"{'seconds':>9}  comment")
+    for (algorithm, form, file, group, comment), results in sorted(rows.items()):
         passed = sum(r.ok for r in results)
         excused = sum(r.excused for r in results)
+        short = comment if len(comment) <= 48 else comment[:45] + "..."
         print(f"{algorithm:<18}{form:<10}{f'{file}#{group}':<22}{len(results):>6}{passed:>6}"
-              f"{excused:>8}{sum(r.seconds for r in results):>9.3f}")
+              f"{excused:>8}{sum(r.seconds for r in results):>9.3f}  {short}")
     for line in failures:
         print(line)
     total = len(jobs)

@@ -272,6 +272,7 @@ class Case:
     expected: Trace
     tolerance: dict[str, Any]
     group: int
+    group_comment: str = ""
 
     @property
     def name(self) -> str:
@@ -352,7 +353,8 @@ def _parse_document(name: str, doc: Any) -> list[Case]:
                 Trace.from_dict(expected.to_dict())  # the trace checks: trial ranges, order
                 cases.append(Case(name, cid, case["comment"], case["flags"],
                                   group["algorithm"], group["kernel"], params, case["epochs"],
-                                  X, y, expected, exp["final_tolerance"], g))
+                                  X, y, expected, exp["final_tolerance"], g,
+                                  str(group.get("comment", ""))))
             except GoldenFileError:
                 raise
             except (KeyError, TypeError, ValueError) as exc:
