@@ -76,15 +76,16 @@ def to_fraction(value: object) -> Fraction:
     if isinstance(value, str):
         text = value.strip()
         if _RATIONAL.match(text):
-            return Fraction(text)
+            numerator, _, denominator = text.partition("/")
+            return Fraction(_parse_int(numerator), _parse_int(denominator or "1"))
         if _DECIMAL.match(text):
             return Fraction(text)
         raise ValueError(f"not an exact number: {value!r} (use an integer, a decimal or p/q)")
     if isinstance(value, _mpf):
         if not mpmath.isfinite(value):
             raise ValueError(f"not a finite number: {value!r}")
-        man, exp = value.man_exp
-        return Fraction(man) * (Fraction(2) ** exp)
+        sign, man, exp, _ = value._mpf_  # man_exp drops the sign: read it from _mpf_
+        return Fraction(-man if sign else man) * (Fraction(2) ** exp)
     if hasattr(value, "__float__") and type(value).__module__ == "numpy":
         return to_fraction(float(value))  # numpy scalars: the double they hold
     raise TypeError(f"cannot read {value!r} as an exact number")
@@ -98,5 +99,34 @@ def format_exact(value: Exact) -> str:
     """``"p/q"``, or ``"p"`` for an integer: the exact-number form of the trace (CONTRACT.md)."""
     value = Fraction(value)
     if value.denominator == 1:
-        return str(value.numerator)
-    return f"{value.numerator}/{value.denominator}"
+        return _format_int(value.numerator)
+    return f"{_format_int(value.numerator)}/{_format_int(value.denominator)}"
+
+
+# Python refuses str(int) and int(str) beyond 4300 digits (a guard against slow quadratic
+# conversions of untrusted input); exact states do outgrow that (HO with a constant rho, long
+# ROMMA runs in Fraction), so numbers are converted in chunks of _CHUNK digits instead of
+# raising the interpreter-wide limit.
+_CHUNK = 4000
+
+
+def _format_int(n: int) -> str:
+    if abs(n) < 10 ** _CHUNK:
+        return str(n)
+    sign, n = ("-" if n < 0 else ""), abs(n)
+    parts = []
+    while n >= 10 ** _CHUNK:
+        n, low = divmod(n, 10 ** _CHUNK)
+        parts.append(str(low).zfill(_CHUNK))
+    return sign + str(n) + "".join(reversed(parts))
+
+
+def _parse_int(text: str) -> int:
+    if len(text) <= _CHUNK:
+        return int(text)
+    sign, digits = (-1, text[1:]) if text[0] == "-" else (1, text.lstrip("+"))
+    head = len(digits) % _CHUNK or _CHUNK
+    n = int(digits[:head])
+    for i in range(head, len(digits), _CHUNK):
+        n = n * 10 ** _CHUNK + int(digits[i:i + _CHUNK])
+    return sign * n

@@ -156,7 +156,7 @@ def encode_value(value: Any) -> Any:
 def decode_value(value: Any) -> Any:
     """The inverse of :func:`encode_value`."""
     if isinstance(value, str):
-        return Fraction(value) if is_rational_string(value) else value
+        return to_fraction(value) if is_rational_string(value) else value
     if isinstance(value, dict):
         return {k: decode_value(v) for k, v in value.items()}
     if isinstance(value, list):

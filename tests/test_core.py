@@ -66,8 +66,21 @@ def test_trace_writes_exact_numbers_as_strings():
 def test_trace_writes_mpf_exactly():
     ctx = numbers.number_context(80)
     value = ctx.exp(ctx.mpf(-1))
-    trace = Trace("perceptron", "reference", {}, 1, 1, [], [], {"s": value})
-    assert Trace.from_json(trace.to_json()).final["s"] == numbers.to_fraction(value)
+    trace = Trace("perceptron", "reference", {}, 1, 1, [], [], {"s": value, "t": -value})
+    back = Trace.from_json(trace.to_json()).final
+    assert back["s"] == numbers.to_fraction(value) == -back["t"]  # the sign of an mpf too
+    assert numbers.to_fraction(ctx.mpf(-3) / 4) == Fraction(-3, 4)
+
+
+@pytest.mark.parametrize("value", [Fraction(3**20000, 2**9000 + 1), Fraction(-(10**8000)),
+                                   Fraction(-(10**4000) + 1, 7), Fraction(10**4000, 3)],
+                         ids=["huge/huge", "-10^8000", "-(10^4000-1)/7", "10^4000/3"])
+def test_numbers_beyond_pythons_4300_digit_limit_round_trip(value):
+    """Exact states outgrow str(int)'s default limit (HO with a constant rho does)."""
+    text = numbers.format_exact(value)
+    assert numbers.to_fraction(text) == value
+    trace = Trace("perceptron", "reference", {}, 1, 1, [], [], {"w": [value]})
+    assert Trace.from_json(trace.to_json()).final["w"] == [value]
 
 
 @pytest.mark.parametrize("mutate, message", [
