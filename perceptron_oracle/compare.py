@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from mpmath.ctx_mp_python import _mpf
+
 from .numbers import to_fraction
 from .registry import get
 from .trace import Trace
@@ -123,7 +125,8 @@ def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[st
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, Fraction)) and not isinstance(value, bool)
+    # an mpmath mpf (the mpmath mode of a reference) is an exact dyadic rational
+    return isinstance(value, (int, float, Fraction, _mpf)) and not isinstance(value, bool)
 
 
 def _show(value: Any) -> str:

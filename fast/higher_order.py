@@ -1,0 +1,518 @@
+"""The Higher-Order Perceptron HO_p(c) (Brotto, Gentile, Vitale 2006) in float64.
+
+Three forms, as section 2 of the paper describes them, all following ``reference.
+higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-ahead driver
+(the state changes only at mistakes, so a block of trials is scored with one product):
+
+- ``primal`` (p = 2, linear kernel, X dense or CSR): A_k = B_k^T B_k kept explicitly,
+  A_k = A - rho a x^T - rho x a^T + rho^2 (x^T a) x x^T with a = A x (item 1), done in place
+  as one BLAS ``dsyr2`` on the upper triangle; w_k = A_k v_k by ``dsymv``.  O(n^2) per
+  mistake.
+- ``dual`` (p = 2, any kernel): A_k = I + X_k D_k X_k^T, w_k = X_k g_k with g_k = y_k + D_k h_k,
+  h_k = X_k^T X_k y_k, D_k grown by the row/column -rho b, d_kk = rho^2 c^T b - 2 rho +
+  rho^2 k(x, x) (item 2, derived for non-unit x).  D is stored only over the mistakes with
+  rho > 0, so a mistake with rho = 0 adds nothing to D.  Kernel rows k(x_s, X) are computed
+  once per support example; with the linear kernel the form keeps w = X_S^T G instead.
+- ``implicit`` (any p >= 2, linear kernel, X dense or CSR): B_k = F_1 ... F_k with
+  F_i = I - rho_i x_i g(x_i)^T never formed; w_k = B_k^T g(B_k v_k) unwrapped through the
+  stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.
+
+The derivations are in SPEC.md (HO section, "fast forms").
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import blas
+
+from ..data import check_finite_rows, validate
+from ..errors import ParamError
+from ..kernels import Kernel, parse_kernel
+from ..reference._common import check_epochs
+from ..reference.higher_order import resolve_params
+from ..trace import Trace
+from ._driver import run_blocks
+
+KERNEL_CACHE_BYTES = 512 * 2**20
+
+
+def pnorm_gradient(theta: np.ndarray, p: float) -> np.ndarray:
+    """g(theta) = grad ||theta||_p^2 / 2 = sign(theta_i) |theta_i|^(p-1) / ||theta||_p^(p-2).
+
+    g(0) = 0; g is the identity for p = 2.  g is positively homogeneous of degree 1, so theta
+    is first scaled by a power of two (exactly) to keep |theta_i|^p inside the float range.
+    """
+    if p == 2.0:
+        return theta.copy()
+    largest = float(np.max(np.abs(theta))) if theta.size else 0.0
+    if largest == 0.0:
+        return np.zeros_like(theta)
+    scale = np.ldexp(1.0, int(np.frexp(largest)[1]))  # a power of two >= largest
+    t = np.abs(theta) / scale
+    powered = t ** (p - 1.0)
+    norm = float(np.sum(powered * t)) ** ((p - 2.0) / p)
+    return np.copysign(powered, theta) * (scale / norm)
+
+
+# -- BLAS threads ----------------------------------------------------------------------------
+# PITFALLS.md: the O(n^2) in-place updates are level-2 BLAS calls of a few hundred
+# microseconds; OpenBLAS hands them to its thread pool, and on a busy machine every hand-off can
+# cost milliseconds (measured: dsyr2 at n = 100 took 24 ms with the default threads, 68 us with
+# one, while other processes loaded both cores).  A run therefore holds both OpenBLAS copies
+# (numpy's and scipy's) at one thread and restores their settings afterwards.
+_THREAD_CONTROLS: list[tuple[Any, Any]] | None = None
+
+
+def _thread_controls() -> list[tuple[Any, Any]]:
+    global _THREAD_CONTROLS
+    if _THREAD_CONTROLS is None:
+        _THREAD_CONTROLS = []
+        try:
+            import ctypes
+            with open("/proc/self/maps") as maps:
+                paths = sorted({line.split()[-1] for line in maps
+                                if "openblas" in line.split()[-1].lower()})
+            for path in paths:
+                lib = ctypes.CDLL(path)
+                for suffix in ("", "64_"):
+                    get = getattr(lib, f"scipy_openblas_get_num_threads{suffix}", None)
+                    put = getattr(lib, f"scipy_openblas_set_num_threads{suffix}", None)
+                    if get is not None and put is not None:
+                        _THREAD_CONTROLS.append((get, put))
+        except OSError:  # no /proc (not Linux) or a library that will not load: leave it
+            pass
+    return _THREAD_CONTROLS
+
+
+class OneBlasThread:
+    """Context manager: OpenBLAS at one thread inside, the previous settings restored after."""
+
+    def __enter__(self) -> None:
+        self.saved = [(put, get()) for get, put in _thread_controls()]
+        for put, _ in self.saved:
+            put(1)
+
+    def __exit__(self, *exc: Any) -> None:
+        for put, threads in self.saved:
+            put(threads)
+
+
+class _Rule:
+    """rho_k as the reference defines it (SPEC.md): ``c/k``, ``theorem1`` or ``constant``;
+    the sparse variant sets rho_k = 0 on a mistake with y v_{k-1}.x < 0."""
+
+    def __init__(self, params: dict[str, Any]):
+        self.c = float(params["c"])
+        self.mode = params["rho"]
+        self.sparse = bool(params["sparse"])
+        self.p = float(params["p"])
+
+    def rho(self, k: int, vx: float, label: int) -> float:
+        """rho for the k-th mistake (k 1-based), given v_{k-1}.x_t and y_t."""
+        if self.sparse and label * vx < 0:
+            return 0.0
+        if self.mode == "c/k":
+            return self.c / k
+        if self.mode == "theorem1":
+            return (1.0 - self.c) / (1.0 + abs(vx))
+        return self.c
+
+
+def _dense_row(X: Any, j: int) -> np.ndarray:
+    if sp.issparse(X):
+        out = np.zeros(X.shape[1])
+        lo, hi = X.indptr[j], X.indptr[j + 1]
+        out[X.indices[lo:hi]] = X.data[lo:hi]
+        return out
+    return X[j]
+
+
+class _Model:
+    """What every form shares: the rule for rho, the mistake count, the mistake test."""
+
+    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
+        self.X, self.y, self.kernel = X, y, kernel
+        self.rule = _Rule(params)
+        self.k = 0                 # mistakes so far
+        self.rhos: list[float] = []  # rho_k of every mistake, in order
+        self.d_updates = 0         # mistakes that changed B (rho > 0): matrix work done
+
+    def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
+        return margins <= 0  # mistake-driven: a zero score is a mistake
+
+    def next_rho(self, vx: float, label: int) -> float:
+        self.k += 1
+        rho = self.rule.rho(self.k, vx, label)
+        self.rhos.append(rho)
+        if rho != 0.0:
+            self.d_updates += 1
+        return rho
+
+    def block_scores(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            s = self.X[start:stop] @ w
+        s = np.asarray(s, dtype=np.float64).ravel()
+        if not np.isfinite(s).all() and not sp.issparse(self.X):
+            check_finite_rows(self.X[start:stop])
+        return s
+
+
+class _Primal(_Model):
+    """A_k (upper triangle, Fortran order for in-place BLAS), v_k and w_k = A_k v_k."""
+
+    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
+        super().__init__(X, y, params, kernel)
+        n = X.shape[1]
+        self.A = np.asfortranarray(np.eye(n))
+        self.v = np.zeros(n)
+        self.w = np.zeros(n)
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        return self.block_scores(start, stop, self.w)
+
+    def update(self, j: int) -> None:
+        x, label = _dense_row(self.X, j), int(self.y[j])
+        rho = self.next_rho(float(self.v @ x), label)
+        self.v += label * x
+        if rho != 0.0:
+            a = blas.dsymv(1.0, self.A, x)                  # a = A_{k-1} x
+            a -= (0.5 * rho * float(x @ a)) * x             # a' = a - rho (x.a)/2 x
+            blas.dsyr2(-rho, x, a, a=self.A, overwrite_a=1)  # A -= rho (a' x^T + x a'^T)
+        self.w = blas.dsymv(1.0, self.A, self.v)
+
+    def matrix(self) -> np.ndarray:
+        """A_k as a full symmetric matrix (the run keeps its upper triangle only)."""
+        upper = np.triu(self.A)
+        return upper + np.triu(self.A, 1).T
+
+
+class _Dual(_Model):
+    """D_+ over the mistakes with rho > 0, h_k, g_k; per-support-example sums G of g.
+
+    g is updated by the recursion (g_i += b_i (y - rho h_kk) for the earlier mistakes with
+    rho > 0; g_k = y - rho b.h + d_kk h_kk), so that a mistake costs one product with D_+
+    (b = D_+ c_+), and recomputed from scratch as y + D_+ h_+ every REFRESH mistakes, which
+    bounds the accumulation of rounding errors in g.
+    """
+
+    REFRESH = 32
+
+    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
+        super().__init__(X, y, params, kernel)
+        T = y.shape[0]
+        self.diag = np.asarray(kernel.diagonal(X), dtype=np.float64)   # k(x_j, x_j)
+        self.support: list[int] = []                 # support examples, by first mistake
+        self.slot = np.full(T, -1, dtype=np.int64)   # example -> position in support
+        cap = 16
+        self.mslot = np.zeros(cap, dtype=np.int64)   # the support position of each mistake
+        self.my = np.zeros(cap)                      # the label of each mistake
+        self.h = np.zeros(cap)                       # h_k = K_k y_k
+        self.g = np.zeros(cap)                       # g_k = y_k + D_k h_k
+        self.plus = np.zeros(cap, dtype=np.int64)    # the mistakes with rho > 0
+        self.kp = 0
+        self.D = np.zeros((cap, cap))                # D_+ (k_+ x k_+, symmetric)
+        self.G = np.zeros(cap)                       # sum of g_i over each support example
+        self.d_work = 0                              # multiply-adds spent on D (tests)
+        self.linear = kernel.is_linear
+        self.dense_support = self.linear and not sp.issparse(X)
+        if self.linear:
+            self.w = np.zeros(X.shape[1])
+            if self.dense_support:                   # the support rows, copied once each
+                self.XS = np.zeros((cap, X.shape[1]))
+        else:
+            self.max_cached = max(1, KERNEL_CACHE_BYTES // (8 * T))
+            self.rows = np.zeros((min(16, self.max_cached), T))
+
+    # -- scoring ---------------------------------------------------------------------------
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        if self.linear:
+            return self.block_scores(start, stop, self.w)
+        S = len(self.support)
+        cached = min(S, self.max_cached)
+        s = self.G[:cached] @ self.rows[:cached, start:stop]
+        if S > cached:
+            extra = self.kernel.matrix(self.X[start:stop], self.X[self.support[cached:]])
+            s = s + extra @ self.G[cached:S]
+        if not np.isfinite(s).all() and not sp.issparse(self.X):
+            check_finite_rows(self.X[start:stop])
+        return s
+
+    def _support_values(self, j: int) -> np.ndarray:
+        """k(x_s, x_j) for every support example s."""
+        S = len(self.support)
+        if S == 0:
+            return np.zeros(0)
+        if self.dense_support:
+            return self.XS[:S] @ self.X[j]
+        if self.linear:  # CSR
+            values = self.X[self.support] @ self.X[j].T
+            return values.toarray().ravel()
+        cached = min(S, self.max_cached)
+        out = self.rows[:cached, j].copy()
+        if S > cached:
+            extra = self.kernel.matrix(self.X[self.support[cached:]], self.X[j:j + 1])[:, 0]
+            out = np.concatenate([out, extra])
+        return out
+
+    def _grow(self) -> None:
+        cap = self.mslot.shape[0]
+        if self.k < cap:
+            return
+        for name in ("mslot", "my", "h", "g", "plus"):
+            old = getattr(self, name)
+            new = np.zeros(2 * cap, dtype=old.dtype)
+            new[:cap] = old
+            setattr(self, name, new)
+
+    def _grow_d(self) -> None:
+        cap = self.D.shape[0]
+        if self.kp < cap:
+            return
+        new = np.zeros((2 * cap, 2 * cap))
+        new[:cap, :cap] = self.D
+        self.D = new
+
+    def _add_support(self, j: int) -> None:
+        S = len(self.support)
+        self.slot[j] = S
+        self.support.append(j)
+        if S == self.G.shape[0]:
+            self.G = np.concatenate([self.G, np.zeros(S)])
+        if self.dense_support:
+            if S == self.XS.shape[0]:
+                self.XS = np.concatenate([self.XS, np.zeros_like(self.XS)])
+            self.XS[S] = self.X[j]
+        elif not self.linear and S < self.max_cached:
+            if S == self.rows.shape[0]:
+                grown = np.zeros((min(2 * S, self.max_cached), self.rows.shape[1]))
+                grown[:S] = self.rows
+                self.rows = grown
+            self.rows[S] = self.kernel.matrix(self.X[j:j + 1], self.X)[0]
+
+    # -- the update (section 2 item 2) --------------------------------------------------------
+    def update(self, j: int) -> None:
+        label = int(self.y[j])
+        k, kp = self.k, self.kp                      # mistakes (with rho > 0) before this one
+        c = self._support_values(j)[self.mslot[:k]]  # c_i = k(x_i, x_j), i < k
+        vx = float(self.my[:k] @ c)                  # v_{k-1}.x = y_{k-1}^T c
+        rho = self.next_rho(vx, label)
+        self._grow()
+        kxx = float(self.diag[j])
+        self.h[:k] += label * c                      # h_k[i] = h_{k-1}[i] + y c_i
+        h_kk = vx + label * kxx                      # h_k[k] = y_{k-1}^T c + y k(x, x)
+        self.h[k] = h_kk
+        idx = self.plus[:kp]
+        g_new = float(label)
+        if kp:
+            cp = c[idx]
+            b = self.D[:kp, :kp] @ cp                # b_k = D_{k-1} X_{k-1}^T x
+            self.d_work += kp * kp
+            self.g[idx] += b * (label - rho * h_kk)  # (D_k h_k)_i for the earlier mistakes
+            g_new -= rho * float(b @ self.h[idx])
+        if rho != 0.0:
+            self._grow_d()
+            d_kk = (rho * rho * float(cp @ b) if kp else 0.0) - 2.0 * rho + rho * rho * kxx
+            if kp:
+                self.D[:kp, kp] = -rho * b
+                self.D[kp, :kp] = -rho * b
+            self.D[kp, kp] = d_kk
+            g_new += d_kk * h_kk
+            self.plus[kp] = k
+            self.kp = kp + 1
+        self.g[k] = g_new
+        if self.slot[j] < 0:
+            self._add_support(j)
+        self.mslot[k] = self.slot[j]
+        self.my[k] = label
+        if self.kp and (k + 1) % self.REFRESH == 0:  # g_k = y_k + D_k h_k afresh
+            self.g[:k + 1] = self.g_vector()
+            self.d_work += self.kp * self.kp
+        S = len(self.support)
+        self.G[:S] = np.bincount(self.mslot[:k + 1], weights=self.g[:k + 1], minlength=S)
+        if self.dense_support:
+            self.w = self.G[:S] @ self.XS[:S]
+        elif self.linear:
+            self.w = np.asarray(self.X[self.support].T @ self.G[:S], dtype=np.float64).ravel()
+
+    def d_matrix(self) -> np.ndarray:
+        """D_k over all k mistakes (zero rows/columns for the mistakes with rho = 0)."""
+        full = np.zeros((self.k, self.k))
+        idx = self.plus[:self.kp]
+        full[np.ix_(idx, idx)] = self.D[:self.kp, :self.kp]
+        return full
+
+    def g_vector(self) -> np.ndarray:
+        """g_k = y_k + D_k h_k, computed from D and h (not from the recursion)."""
+        g = self.my[:self.k].copy()
+        if self.kp:
+            idx = self.plus[:self.kp]
+            g[idx] += self.D[:self.kp, :self.kp] @ self.h[idx]
+        return g
+
+
+class _Implicit(_Model):
+    """v_k and the factors (rho_i, x_i, g(x_i)) of the mistakes with rho_i > 0.
+
+    B_k = F_1 F_2 ... F_k is applied to a vector factor by factor, as section 2 item 3
+    unwraps it, but up to CHUNK consecutive factors at a time: their product is
+    I - X_c R_c G_c^T (X_c, G_c the chunk's x_i and g(x_i) as rows, R_c upper triangular,
+    grown as the factors arrive by the column (-rho R_c G_c^T x ; rho)), so a chunk costs two
+    (size x n) products instead of 2 size Python-level vector operations.  B is never formed;
+    the cost stays O(n k) per product.  R_c can grow like a product of (1 + rho |g.x|) on
+    low-dimensional, non-normalised data, and large entries of R_c cost accuracy (cancellation
+    in z - X_c R_c G_c^T z): a chunk takes only factors with 0 < rho g(x).x <= 1 (contracting
+    along x), and is closed early when a new column of R_c would exceed GROWTH in absolute
+    value.  Measured on low-dimensional, non-normalised runs against a long-double
+    recomputation: CHUNK = 32, GROWTH = 1 is within a factor 2 of the one-factor-at-a-time
+    unwrapping's error; CHUNK = 128 lost two orders of magnitude more.
+    """
+
+    CHUNK = 32
+    GROWTH = 1.0
+
+    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
+        super().__init__(X, y, params, kernel)
+        n = X.shape[1]
+        self.p = self.rule.p
+        self.v = np.zeros(n)
+        self.w = np.zeros(n)
+        self.fx = np.zeros((16, n))           # x_i of the factors, as rows
+        self.fg = np.zeros((16, n))           # g(x_i)
+        self.frho: list[float] = []           # rho_i
+        self.starts: list[int] = []           # the first factor of each chunk
+        self.R: list[np.ndarray] = []         # R_c of each chunk (CHUNK x CHUNK, used part)
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # views, per chunk
+        self.open = False                     # may the last chunk take another factor?
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        return self.block_scores(start, stop, self.w)
+
+    def apply_b(self, z: np.ndarray) -> np.ndarray:
+        """B_k z = F_1 (F_2 ( ... (F_k z))): the last chunk first, z -= X_c R_c G_c^T z."""
+        z = z.copy()
+        for fx, fg, R in reversed(self.chunks):
+            z -= (R @ (fg @ z)) @ fx
+        return z
+
+    def apply_bt(self, u: np.ndarray) -> np.ndarray:
+        """B_k^T u = F_k^T ( ... (F_1^T u)): the first chunk first, u -= G_c R_c^T X_c^T u."""
+        u = u.copy()
+        for fx, fg, R in self.chunks:
+            u -= ((fx @ u) @ R) @ fg
+        return u
+
+    def _add_factor(self, rho: float, x: np.ndarray) -> None:
+        K = len(self.frho)
+        if K == self.fx.shape[0]:
+            self.fx = np.concatenate([self.fx, np.zeros_like(self.fx)])
+            self.fg = np.concatenate([self.fg, np.zeros_like(self.fg)])
+        self.fx[K], self.fg[K] = x, pnorm_gradient(x, self.p)
+        self.frho.append(rho)
+        column = None
+        # rho g(x).x in (0, 1]: the factor is a contraction along x (|1 - rho g.x| < 1); only
+        # such factors share a chunk (others stand alone: the chunk form cancels badly there)
+        contracting = _contracting(rho, self.fg[K], x)
+        if self.starts and self.open and contracting:
+            lo = self.starts[-1]
+            i = K - lo
+            if i < self.CHUNK:
+                R = self.R[-1]
+                column = -rho * (R[:i, :i] @ (self.fg[lo:K] @ x))
+                if not np.all(np.abs(column) <= self.GROWTH):  # (NaN closes the chunk too)
+                    column = None
+        self.open = contracting
+        if column is None:  # open a new chunk with this factor
+            self.starts.append(K)
+            self.R.append(np.zeros((self.CHUNK, self.CHUNK)))
+            lo, i = K, 0
+        R = self.R[-1]
+        if i:
+            R[:i, i] = column
+        R[i, i] = rho
+        # views into the (possibly reallocated) factor arrays, for every chunk
+        bounds = self.starts + [K + 1]
+        self.chunks = [(self.fx[a:b], self.fg[a:b], Rc[:b - a, :b - a])
+                       for a, b, Rc in zip(bounds[:-1], bounds[1:], self.R)]
+
+    def update(self, j: int) -> None:
+        x, label = _dense_row(self.X, j).copy(), int(self.y[j])
+        rho = self.next_rho(float(self.v @ x), label)
+        self.v += label * x
+        if rho != 0.0:
+            self._add_factor(rho, x)
+        self.w = self.apply_bt(pnorm_gradient(self.apply_b(self.v), self.p))
+
+
+def _contracting(rho: float, gx: np.ndarray, x: np.ndarray) -> bool:
+    """0 < rho g(x).x <= 1: the factor I - rho x g(x)^T contracts along x."""
+    return 0.0 < rho * float(gx @ x) <= 1.0
+
+
+FORMS = {"primal": _Primal, "dual": _Dual, "implicit": _Implicit}
+
+
+def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
+              record_scores: bool = False, **given: Any) -> tuple[Trace, _Model]:
+    """Run one form; returns the trace and the model (its state, for tests)."""
+    kern = parse_kernel(kernel)
+    params = resolve_params(given)
+    if form != "dual" and not kern.is_linear:
+        raise ParamError(f"the {form} form takes the linear kernel only, not {kern.spec}")
+    if form in ("primal", "dual") and params["p"] != 2:
+        raise ParamError(f"parameter p: the {form} form takes p = 2 only "
+                         f"(got {params['p']}); use the implicit form")
+    X, y = validate(X, y, check_finite=True)
+    epochs = check_epochs(epochs)
+    model = FORMS[form](X, y, params, kern)
+    with OneBlasThread():
+        result = run_blocks(model, y, epochs, record_scores)
+    trace = Trace(algorithm="higher_order", form=form, kernel=kern.spec, params=params,
+                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
+                  updates=result.updates, final=_final(model, form),
+                  scores=result.scores)
+    return trace, model
+
+
+def _final(model: _Model, form: str) -> dict[str, Any]:
+    """The reference's ``final``: linear kernel ``w``, ``v``, ``rho``; other kernels
+    ``support`` (the example of each mistake), ``g`` (its dual coefficient), ``rho``."""
+    if isinstance(model, _Dual):
+        support = [model.support[s] for s in model.mslot[:model.k]]
+        if not model.linear:
+            return {"support": support, "g": model.g[:model.k].tolist(),
+                    "rho": list(model.rhos)}
+        v = np.zeros(model.X.shape[1])
+        if support:
+            labels = np.bincount(model.mslot[:model.k], weights=model.my[:model.k],
+                                 minlength=len(model.support))
+            v = np.asarray(model.X[model.support].T @ labels, dtype=np.float64).ravel()
+        return {"w": model.w.tolist(), "v": v.tolist(), "rho": list(model.rhos)}
+    return {"w": model.w.tolist(), "v": model.v.tolist(), "rho": list(model.rhos)}
+
+
+def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+           c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
+           record_scores: bool = False) -> Trace:
+    """Primal form (p = 2): A_k explicit, O(n^2) per mistake (section 2 item 1)."""
+    return run_model("primal", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
+                     sparse=sparse, record_scores=record_scores)[0]
+
+
+def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+         c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
+         record_scores: bool = False) -> Trace:
+    """Dual form (p = 2, any kernel): D_k, H_k, g_k (section 2 item 2)."""
+    return run_model("dual", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
+                     sparse=sparse, record_scores=record_scores)[0]
+
+
+def implicit(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+             c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
+             record_scores: bool = False) -> Trace:
+    """Implicit primal form (any p): B unwrapped factor by factor (section 2 item 3)."""
+    return run_model("implicit", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
+                     sparse=sparse, record_scores=record_scores)[0]

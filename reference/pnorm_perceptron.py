@@ -1,0 +1,229 @@
+"""The p-norm (dual-norm) Perceptron, exact.  SPEC.md, "higher_order" (the p-norm part).
+
+Grove, Littlestone & Schuurmans' p-norm Perceptron as the Higher-Order Perceptron paper uses it
+(`002_...`, section 2 item 3 with B = I; HO_p(0) of section 4):
+
+    score_t = g(v).x_t,   g(theta)_i = sign(theta_i) |theta_i|^(p-1) / ||theta||_p^(p-2)
+    mistake iff y_t score_t <= 0;   on a mistake  v += y_t x_t
+
+with v_0 = 0, g the gradient of ||theta||_p^2 / 2 (g(0) = 0) and p >= 2 (p = 2: g = identity,
+the Perceptron).  Linear kernel only.  Instances are taken as given (normalising to unit p-norm
+is the caller's named preprocessing step; the CLI does it by default).
+
+Exactness.  The normaliser ||v||_p^(p-2) is positive, so the sign of the score is the sign of
+the *numerator* N(v, x) = sum_i sign(v_i)|v_i|^(p-1) x_i.  For an integer p that numerator is
+rational: the reference computes it in Fraction and decides every trial exactly (ties
+included).  For a non-integer p it is computed in mpmath (``number_context()``) together with
+a bound E_P on its own rounding error at the context's precision; |N| <= E_P is taken as a tie
+(score 0, a mistake) and is always flagged fragile.  The reported score is N / ||v||_p^(p-2)
+(an mpf, or an exact Fraction when p = 2 or N = 0).
+
+``final``: ``v`` (the sum vector, exact rationals) and ``w`` = g(v) (Fractions for p = 2,
+else mpf values written exactly).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from ..errors import ParamError
+from ..kernels import parse_kernel
+from ..numbers import number_context
+from ..params import Param, ParamSchema
+from ..rounding import (exact_in_float64, magnitude_float, max_dyadic_exponent,
+                        score_error_bound)
+from ..trace import Trace
+from ._common import check_epochs, exact_data
+
+PARAMS = ParamSchema(
+    Param("p", "rational", Fraction(2), "norm parameter: w = g(v), g the gradient of "
+          "||.||_p^2 / 2 (section 2 item 3); p = 2 is the Perceptron",
+          check=lambda v: v >= 2, requirement=">= 2"),
+)
+
+#: mpmath's own error allowance: a computed numerator within this many of its rounding
+#: errors of 0 is a tie (see the module docstring).
+SAFETY_P = 4
+
+
+# -- the gradient map g and its parts (shared with reference.higher_order) ----------------
+def is_integer(p: Fraction) -> bool:
+    return p.denominator == 1
+
+
+def to_mpf(value: Any, ctx: Any) -> Any:
+    if isinstance(value, Fraction):
+        return ctx.mpf(value.numerator) / value.denominator
+    return ctx.mpf(value)
+
+
+def signed_power(value: Any, q: Fraction, ctx: Any) -> Any:
+    """sign(value) |value|^q: exact (a Fraction) when value is rational and q an integer."""
+    if value == 0:
+        return Fraction(0)
+    if isinstance(value, Fraction) and q.denominator == 1:
+        mag = abs(value) ** int(q)
+    else:
+        mag = ctx.power(abs(to_mpf(value, ctx)), to_mpf(q, ctx))
+    return mag if value > 0 else -mag
+
+
+def norm_power(theta: list[Any], p: Fraction, ctx: Any) -> Any:
+    """||theta||_p^(p-2) (the normaliser of g); 1 for p = 2; an mpf otherwise."""
+    if p == 2:
+        return Fraction(1)
+    total = sum((signed_power(abs(t), p, ctx) for t in theta), Fraction(0))
+    if total == 0:
+        return Fraction(0)
+    return ctx.power(to_mpf(total, ctx), to_mpf((p - 2) / p, ctx))
+
+
+def gradient(theta: list[Any], p: Fraction, ctx: Any) -> list[Any]:
+    """g(theta) = grad ||theta||_p^2 / 2; g(0) = 0."""
+    if p == 2:
+        return list(theta)
+    scale = norm_power(theta, p, ctx)
+    if scale == 0:
+        return [Fraction(0)] * len(theta)
+    return [signed_power(t, p - 1, ctx) / scale for t in theta]
+
+
+def numerator(theta: list[Any], z: list[Any], p: Fraction, ctx: Any) -> Any:
+    """N = sum_i sign(theta_i)|theta_i|^(p-1) z_i: g(theta).z times ||theta||_p^(p-2) > 0."""
+    return sum((signed_power(t, p - 1, ctx) * zi for t, zi in zip(theta, z) if t and zi),
+               Fraction(0))
+
+
+def score_from_numerator(num: Any, theta: list[Any], p: Fraction, ctx: Any) -> Any:
+    if num == 0:
+        return Fraction(0)
+    if p == 2:
+        return num
+    return to_mpf(num, ctx) / norm_power(theta, p, ctx)
+
+
+def own_error(p: Fraction, operations: int, magnitude: float, ctx: Any) -> Any:
+    """E_P: the reference's own rounding allowance for an mpmath numerator (module doc)."""
+    return (ctx.mpf(SAFETY_P) * (to_mpf(p, ctx) + 1) * operations * magnitude
+            * ctx.ldexp(1, -ctx.prec))
+
+
+def pnorm_magnitude(theta_abs: list[float], z_abs: list[float], p: Fraction,
+                    scale: float) -> float:
+    """The fragile rule's magnitude for a p-norm score (SPEC draft): (p + 1) *
+    sum_i Theta_i^(p-1) Z_i / ||theta||_p^(p-2), Theta >= |theta| and Z >= |z| the
+    componentwise magnitudes a float64 evaluation works with."""
+    q = float(p) - 1
+    total = 0.0
+    for t, zz in zip(theta_abs, z_abs):
+        if t and zz:
+            try:
+                total += (t ** q) * zz
+            except OverflowError:
+                return float("inf")
+    if p == 2:
+        return total
+    if scale == 0 or scale == float("inf"):
+        return float("inf") if total else 0.0
+    return (float(p) + 1) * total / scale
+
+
+# -- the algorithm ------------------------------------------------------------------------
+def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
+                     p: Any = 2, record_scores: bool = False) -> Trace:
+    """Run the p-norm Perceptron over ``epochs`` passes of (X, y); returns the exact trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    if not kern.is_linear:
+        raise ParamError("pnorm_perceptron takes the linear kernel only")
+    params = PARAMS.resolve(dict(p=p))
+    p = params["p"]
+    ctx = number_context()
+    T, n = len(rows), len(rows[0])
+    abs_rows = [[abs(float(v)) for v in row] for row in rows]
+    exact_floats = p == 2 and _perceptron_is_exact(rows, epochs * T)
+
+    v = [Fraction(0)] * n
+    v_abs = [0.0] * n
+    norm: Any = Fraction(1)      # ||v||_p^(p-2), recomputed when v changes
+    k = 0
+    mistakes: list[int] = []
+    fragile: list[int] = []
+    scores: list[Any] = []
+    for t in range(epochs * T):
+        j = t % T
+        x, label = rows[j], labels[j]
+        num = numerator(v, x, p, ctx)
+        ops = k + n + 16
+        scale = float(norm) if p != 2 else 1.0
+        magnitude = pnorm_magnitude(v_abs, abs_rows[j], p, scale)
+        if not isinstance(num, Fraction) and abs(num) <= own_error(p, ops, magnitude * scale,
+                                                                   ctx):
+            num = Fraction(0)  # a tie at the reference's precision
+        score = (Fraction(0) if num == 0 else num if p == 2 else to_mpf(num, ctx) / norm)
+        if record_scores:
+            scores.append(score)
+        if not exact_floats:
+            err = score_error_bound(ops, magnitude_float(magnitude))
+            if err and abs(float(score)) <= err:
+                fragile.append(t)
+        if label * num <= 0:
+            mistakes.append(t)
+            k += 1
+            v = [a + label * b for a, b in zip(v, x)]
+            v_abs = [a + b for a, b in zip(v_abs, abs_rows[j])]
+            norm = norm_power(v, p, ctx)
+
+    final = {"w": gradient(v, p, ctx), "v": v}
+    return Trace(algorithm="pnorm_perceptron", form="reference", kernel=kern.spec,
+                 params=params, n_examples=T, epochs=epochs, mistakes=mistakes,
+                 updates=list(mistakes), final=final, fragile=fragile,
+                 scores=scores if record_scores else None)
+
+
+def _perceptron_is_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
+    """p = 2: float64 computes every v.x exactly (all data on a dyadic grid, sums small)."""
+    e_x = max_dyadic_exponent(v for row in rows for v in row)
+    if e_x is None:
+        return False
+    x_max = max(abs(float(v)) for row in rows for v in row)
+    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
+    return exact_in_float64(2 * e_x, max_updates * (r2 + x_max))
+
+
+def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """Bounds on |float - exact| for ``final.v`` and ``final.w`` (SPEC draft).
+
+    v_i is a sum of K signed x_ti: K + 8 roundings of magnitude V_i = sum |x_ti| over the
+    mistakes.  w = g(v): the fragile rule's argument per coordinate, magnitude
+    (p + 1) V_i^(p-1) / ||v||_p^(p-2), plus the normaliser's relative error
+    (p - 2) gamma_K sum_i V_i^p / ||v||_p^p times |w_i|.
+    """
+    rows = (X.toarray() if hasattr(X, "toarray") else X)
+    rows = [[abs(float(v)) for v in row] for row in (rows.tolist() if hasattr(rows, "tolist")
+                                                     else rows)]
+    T, n = len(rows), len(rows[0])
+    p = PARAMS.resolve(trace.params)["p"]
+    K = len(trace.mistakes)
+    v_abs = [0.0] * n
+    for t in trace.mistakes:
+        v_abs = [a + b for a, b in zip(v_abs, rows[t % T])]
+    v, w = trace.final["v"], trace.final["w"]
+    v_bounds = [score_error_bound(K + 8, magnitude_float(a) if a else
+                                  (5e-324 if v[i] else 0.0)) for i, a in enumerate(v_abs)]
+    if p == 2:
+        return {"final.v": v_bounds, "final.w": list(v_bounds)}
+    ops = K + n + 16
+    pf = float(p)
+    norm_p = sum(abs(float(a)) ** pf for a in v)
+    scale = norm_p ** ((pf - 2) / pf) if norm_p else 0.0
+    rel = ((pf - 2) * score_error_bound(K + 8, 1.0) * sum(a ** pf for a in v_abs) / norm_p
+           if norm_p else 0.0)
+    w_bounds = []
+    for i, wi in enumerate(w):
+        mag = pnorm_magnitude([v_abs[i]], [1.0], p, scale) if scale else 0.0
+        w_bounds.append(score_error_bound(ops, magnitude_float(mag) if mag or not wi
+                                          else 5e-324) + 2 * rel * abs(float(wi)))
+    return {"final.v": v_bounds, "final.w": w_bounds}
