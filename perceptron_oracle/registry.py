@@ -59,9 +59,13 @@ ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (
         Algorithm("perceptron", "perceptron", forms=("primal", "dual"),
                   kernel_forms=("dual",)),
-        # ANCHOR issue 3 (higher_order, pnorm_perceptron)
-        # ANCHOR issue 4 (second_order)
-        # ANCHOR issue 5 (romma, pumma)
+        Algorithm("higher_order", "higher_order", forms=("primal", "dual", "implicit"),
+                  kernel_forms=("dual",)),
+        Algorithm("pnorm_perceptron", "pnorm_perceptron", forms=("primal",),
+                  kernel_forms=()),
+        Algorithm("second_order", "second_order", forms=("primal", "dual"), kernel_forms=("dual",)),
+        Algorithm("romma", "romma", forms=("primal", "dual"), kernel_forms=("dual",)),
+        Algorithm("pumma", "pumma", forms=("primal", "dual"), kernel_forms=("dual",)),
     )
 }
 

@@ -163,15 +163,91 @@ def _is_dyadic(value: Fraction) -> bool:
     return (value.denominator & (value.denominator - 1)) == 0
 
 
-# ANCHOR issue 3 params strategies (higher_order, pnorm_perceptron)
-# ANCHOR issue 4 params strategies (second_order)
-# ANCHOR issue 5 params strategies (romma, pumma)
+_HO_P_ANY = st.sampled_from([Fraction(2), Fraction(2), Fraction(3), Fraction(4), Fraction(7)])
+_HO_C = st.sampled_from([Fraction(0), Fraction(2, 5), Fraction(1, 2), Fraction(1, 10),
+                         Fraction(3, 4), Fraction(1, 3)])
+_HO_C_THEOREM1 = st.sampled_from([Fraction(1), Fraction(2, 5), Fraction(1, 2), Fraction(1, 10),
+                                  Fraction(3, 4), Fraction(1, 3)])
+
+
+@st.composite
+def higher_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """HO_p(c): p = 2 for the ``primal`` and ``dual`` forms, p in {2, 3, 4, 7} otherwise;
+    rho in {c/k, theorem1, constant} with c in its range (SPEC.md, higher_order); sparse in
+    about half the draws.  c = 0 (the Perceptron) and c = 1 with theorem1 are included."""
+    params: dict[str, Any] = {}
+    p = Fraction(2) if form in ("primal", "dual") else draw(_HO_P_ANY, label="p")
+    if p != 2 or draw(st.booleans(), label="p given?"):
+        params["p"] = p
+    rho = draw(st.sampled_from(["c/k", "c/k", "theorem1", "constant"]), label="rho")
+    if rho != "c/k" or draw(st.booleans(), label="rho given?"):
+        params["rho"] = rho
+    c = draw(_HO_C_THEOREM1 if rho == "theorem1" else _HO_C, label="c")
+    if rho == "theorem1" or draw(st.integers(0, 3), label="c given?"):
+        params["c"] = c
+    if draw(st.booleans(), label="sparse?"):
+        params["sparse"] = True
+    return params
+
+
+@st.composite
+def pnorm_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """The p-norm Perceptron: p in {2, 5/2, 3, 4, 7} (every form takes any p)."""
+    p = draw(st.sampled_from([Fraction(2), Fraction(5, 2), Fraction(3), Fraction(4),
+                              Fraction(7)]), label="p")
+    return {"p": p}
+
+
+@st.composite
+def second_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """The Second-Order Perceptron's variants: the basic form with a drawn a (dyadic and
+    not), the adaptive a_k = a k, and the pseudoinverse (which takes no a)."""
+    variant = draw(st.sampled_from(["basic", "basic", "basic", "adaptive", "pseudoinverse"]),
+                   label="variant")
+    if variant == "pseudoinverse":
+        return {"pseudoinverse": True}
+    params: dict[str, Any] = {}
+    if draw(st.booleans(), label="a?"):
+        params["a"] = draw(st.sampled_from([Fraction(1, 10), Fraction(1, 2), Fraction(2),
+                                            Fraction(1, 3), Fraction(10)]), label="a")
+    if variant == "adaptive":
+        params["a_growth"] = "linear"
+    return params
+
+
+_delta = st.sampled_from([Fraction(0), Fraction(1, 10), Fraction(1, 4), Fraction(1, 2)])
+
+
+@st.composite
+def romma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """ROMMA's delta (0 <= delta < 1), absent in about a third of the draws."""
+    params: dict[str, Any] = {}
+    if draw(st.integers(0, 2), label="delta?"):
+        params["delta"] = draw(_delta, label="delta")
+    return params
+
+
+@st.composite
+def pumma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """PUMMA's p (2; 5/2, 3 or 4 for the primal form only, about one draw in five), delta and
+    the soft margin C (about a third of the draws; C a square, so sqrt(C) is rational)."""
+    params: dict[str, Any] = draw(romma_params(), label="delta")
+    if form != "dual" and draw(st.integers(0, 4), label="p > 2?") == 0:
+        params["p"] = draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
+                           label="p")
+    if draw(st.integers(0, 2), label="C?") == 0:
+        params["C"] = draw(st.sampled_from([Fraction(1), Fraction(4), Fraction(1, 4),
+                                            Fraction(1, 10)]), label="C")
+    return params
+
 
 PARAMS = {
     "perceptron": perceptron_params,
-    # ANCHOR issue 3 PARAMS entries
-    # ANCHOR issue 4 PARAMS entries
-    # ANCHOR issue 5 PARAMS entries
+    "higher_order": higher_order_params,
+    "pnorm_perceptron": pnorm_params,
+    "second_order": second_order_params,
+    "romma": romma_params,
+    "pumma": pumma_params,
 }
 
 KERNELS = {

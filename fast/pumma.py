@@ -1,0 +1,314 @@
+"""PUMMA_p(delta) (Ishibashi, Hatano & Takeda 2008) in float64: forms ``primal`` and ``dual``.
+
+Both follow ``reference.pumma`` trial for trial (SPEC.md, "romma / pumma") and share the
+block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that hold w.
+
+- ``primal`` (linear kernel, any p >= 2; dense or CSR X).  p = 2: w in float64, the closed
+  forms (15)/(19) through :func:`fast.romma.step2` with z = x_pos - x_neg and c = 2.
+  p > 2: w and its dual vector theta = f(w) (Lemma 3; kept as the last phi = alpha z +
+  beta theta, since f(f^{-1}(phi)) = phi), case (i) in closed form and case (ii) by a damped
+  Newton iteration on the Lagrange dual (18), vectorised over the coordinates, with the
+  exact 2 x 2 Hessian and warm-started from the previous update's (alpha, beta) when that
+  point is better than the paper's (0, 1).  The soft margin (24)-(25) adds the slack part
+  of the dual: with a_e = y_e C xi_e the slack enters exactly as the augmented coordinates
+  of the p = 2 case.
+- ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
+  on the support Gram matrix's diagonal, by example identity across epochs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import validate
+from ..errors import ParamError
+from ..kernels import parse_kernel
+from ..reference._common import check_epochs
+from ..reference.pumma import PARAMS
+from ..trace import Trace
+from ._driver import run_blocks
+from .romma import RESIDUAL_SINGULAR, SINGULAR, DualSpace, Guarded, PrimalSpace, make_space, pair_products, step2
+
+NEWTON_MAX_STEPS = 100
+NEWTON_STOP = 2.0 ** -46
+#: a case-(i) test within this relative distance of a tie takes case (i) (p > 2)
+CASE_TIE = 2.0 ** -42
+
+
+def _scaled(phi: np.ndarray) -> tuple[float, np.ndarray]:
+    m = float(np.max(np.abs(phi))) if phi.size else 0.0
+    return m, (phi / m if m > 0 else phi)
+
+
+def f_inverse(phi: np.ndarray, p: float) -> np.ndarray:
+    """f^{-1}(phi)_i = sign(phi_i) |phi_i|^(p-1) / ||phi||_p^(p-2)  (Lemma 3), computed on
+    phi / max|phi| (f^{-1} is positively homogeneous of degree 1) so nothing overflows."""
+    m, s = _scaled(phi)
+    if m == 0.0:
+        return np.zeros_like(phi)
+    a = np.abs(s)
+    N = float(np.sum(a ** p)) ** (1.0 / p)
+    return m * np.sign(s) * a ** (p - 1) / N ** (p - 2)
+
+
+def pnorm(v: np.ndarray, p: float) -> float:
+    m, s = _scaled(v)
+    return m * float(np.sum(np.abs(s) ** p)) ** (1.0 / p) if m > 0 else 0.0
+
+
+class PNormSpace(PrimalSpace):
+    """Primal state for p > 2: w, theta = f(w), tt = ||w||_q^2 = ||theta||_p^2, and the
+    augmented coordinates a of the soft margin."""
+
+    def __init__(self, X: Any, T: int, C: float | None, p: float):
+        super().__init__(X, T, C)
+        self.p = p
+        self.theta = np.zeros(X.shape[1])
+        self.tt = 0.0
+        self.last = (0.0, 1.0)  # the previous case (ii) solution (alpha, beta)
+
+    def row(self, e: int) -> np.ndarray:
+        if sp.issparse(self.X):
+            return self.X[e].toarray()[0]
+        return self.X[e]
+
+    def pair_solve(self, pos: int, neg: int) -> tuple[float, float, np.ndarray] | None:
+        """(alpha, beta, phi) solving problem (3) / (24) for the pair, or None if it is
+        infeasible (z = 0 without soft margin; (z, E) a nonpositive multiple of (theta,
+        C xi') in case (ii): reference.pumma's 2-norm Gram test)."""
+        p = self.p
+        z = self.row(pos) - self.row(neg)
+        inv_c = self.inv_c
+        soft = self.a is not None
+        zs = 2.0 * inv_c if soft else 0.0                                  # ||E||^2 / C
+        vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
+        ss = float(self.a @ self.a) * inv_c if soft else 0.0              # C ||xi'||^2
+        target = self.tt + ss                                              # ||v~||^2
+        Fz = f_inverse(z, p)
+        nz = float(Fz @ z)                                                 # ||z||_p^2
+        if nz + zs <= 0.0:
+            return None
+        alpha = 2.0 / (nz + zs)
+        # case (i) when its w meets the second constraint.  For p > 2 the case matters
+        # beyond w: at a tie (exact ties happen on integer data) case (i) leaves
+        # theta_i = 0 where z_i = 0, case (ii) a theta_i of the size of beta, and f^-1
+        # hides that in w (|theta_i|^(p-1)) until a later update; so a tie within
+        # rounding (CASE_TIE, relative) is decided for case (i), as exact arithmetic does.
+        if target == 0.0 or alpha * (float(Fz @ self.theta) + vs) >= target * (1 - CASE_TIE):
+            return alpha, 0.0, alpha * z
+        # infeasible iff (z, E) is a nonpositive multiple of (theta, a): the residual form
+        # of the 2-norm Gram determinant (fast.romma.step2)
+        zz2 = float(z @ z) + (2.0 if soft else 0.0)
+        tt2 = float(self.theta @ self.theta) + (float(self.a @ self.a) if soft else 0.0)
+        zt = float(z @ self.theta) + (self.a[pos] - self.a[neg] if soft else 0.0)
+        s = zt / zz2
+        d = self.theta - s * z
+        res = float(d @ d)
+        if soft:
+            extra = self.a.copy()
+            extra[pos] -= s
+            extra[neg] += s
+            res += float(extra @ extra)
+        if zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2:
+            return None
+        return self._newton(z, zs, vs, ss, target, alpha)
+
+    def pair_apply(self, pos: int, neg: int, solution: tuple[float, float, np.ndarray]
+                   ) -> None:
+        alpha, beta, phi = solution
+        if beta:
+            self.last = (alpha, beta)
+        self.theta = phi
+        self.w = f_inverse(phi, self.p)
+        n = pnorm(phi, self.p)
+        self.tt = n * n
+        if self.a is not None:
+            self.a *= beta
+            self.a[pos] += alpha
+            self.a[neg] -= alpha
+
+    def _dual_value(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
+                    ) -> float:
+        n = pnorm(x @ A, self.p)
+        return -0.5 * n * n - 0.5 * float(x @ S @ x) + float(rhs @ x)
+
+    def _newton(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
+                alpha_i: float) -> tuple[float, float, np.ndarray] | None:
+        """Maximise the dual L*(alpha, beta) = -||alpha z + beta theta||_p^2 / 2 - slack part
+        + 2 alpha + beta ||v~||^2 (eq. (18); the slack part from the Lagrangian of (24))."""
+        p = self.p
+        A = np.stack([z, self.theta])
+        S = np.array([[zs, vs], [vs, ss]])
+        rhs = np.array([2.0, target])
+        x = np.array([0.0, 1.0])
+        value = self._dual_value(x, A, S, rhs)
+        warm = np.array(self.last)
+        if warm[1] > 0:
+            warm_value = self._dual_value(warm, A, S, rhs)
+            if warm_value > value:
+                x, value = warm, warm_value
+        for _ in range(NEWTON_MAX_STEPS):
+            m, s = _scaled(x @ A)
+            if m == 0.0:
+                return None
+            a = np.abs(s)
+            N = float(np.sum(a ** p)) ** (1.0 / p)
+            Fs = np.sign(s) * a ** (p - 1) / N ** (p - 2)      # f^{-1}(phi / m)
+            grad = rhs - m * (A @ Fs) - S @ x
+            d = (p - 1) * a ** (p - 2) / N ** (p - 2)
+            AF = A @ Fs
+            H = (A * d) @ A.T - (p - 2) * np.outer(AF, AF) / (N * N) + S
+            det = H[0, 0] * H[1, 1] - H[0, 1] * H[1, 0]
+            if not det > SINGULAR * abs(H[0, 0] * H[1, 1]) or not np.isfinite(det):
+                # f^-1 is flat where phi is 0: at (0, 1) with z and theta of disjoint
+                # supports the Hessian is singular.  Move halfway to case (i)'s point,
+                # where phi covers both supports, and go on from there.
+                x = 0.5 * (x + np.array([alpha_i, 0.0]))
+                value = self._dual_value(x, A, S, rhs)
+                continue
+            step = np.array([H[1, 1] * grad[0] - H[0, 1] * grad[1],
+                             H[0, 0] * grad[1] - H[1, 0] * grad[0]]) / det
+            t = 1.0
+            while True:  # backtracking: the dual is concave, Newton's direction ascends
+                cand = x + t * step
+                cand_value = self._dual_value(cand, A, S, rhs)
+                # near the optimum L* is flat to rounding: accept a step that does not
+                # lose more than that (a strict test would stop at sqrt(eps) accuracy)
+                if cand_value >= value - 1e-14 * abs(value) or t < 1e-6:
+                    break
+                t *= 0.5
+            if cand_value < value - 1e-14 * abs(value):
+                break
+            moved = np.abs(cand - x)
+            x, value = cand, cand_value
+            # quadratic convergence: after a relative step of 2^-46 the iterate is exact to
+            # rounding (the reference's rule, at the fast forms' NEWTON_TOLERANCE = 2^-40)
+            if (moved[0] <= NEWTON_STOP * abs(x[0])
+                    and moved[1] <= NEWTON_STOP * max(abs(x[1]), 1.0)):
+                break
+        return float(x[0]), float(x[1]), x @ A
+
+
+class _Pumma(Guarded):
+    """reference.pumma's docstring: start-up from the first positive and the first negative
+    example (score b = -1 until a positive is stored, then +1 until a negative is; storing
+    either is an update), then score w.x + b, update iff y score + xi_j < 1 - delta,
+    replacing x_pos or x_neg and solving problem (3) (or (24)) for the new pair; bias (20).
+    """
+
+    def __init__(self, space: Any, y: np.ndarray, delta: float, p: float):
+        self.space, self.y, self.p = space, y, p
+        self.threshold = 1.0 - delta
+        self.pos = -1
+        self.neg = -1
+        self.started = False
+        self.b = -1.0
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        if not self.started:
+            return np.full(stop - start, self.b)
+        return self.space.block_scores(start, stop) + self.b
+
+    def wants(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
+        if not self.started:
+            labels = self.y[start:stop]
+            return ((labels > 0) & (self.pos < 0)) | ((labels < 0) & (self.neg < 0))
+        slack = self.space.slack(start, stop)
+        if slack is not None:
+            margins = margins + self.y[start:stop] * slack
+        return super().wants(start, stop, margins)
+
+    def tight(self) -> tuple[int, ...]:
+        return (self.pos, self.neg)   # Lemma 4: y (w.x + b) + xi = 1 exactly
+
+    def pair(self, j: int) -> tuple[int, int]:
+        return (j, self.neg) if self.y[j] > 0 else (self.pos, j)
+
+    def solve(self, j: int, margin: float) -> Any:
+        """What the update at example j does: store half a pair (start-up), or solve
+        problem (3) for the new pair: (lambda, eta) for p = 2; None if infeasible."""
+        pos, neg = self.pair(j)
+        if pos < 0 or neg < 0:
+            return "store"
+        if self.p != 2.0:
+            return self.space.pair_solve(pos, neg)
+        zc = [(pos, 1.0), (neg, -1.0)]
+        zz, vz, vv = pair_products(self.space, zc)
+        scale = 0.0  # the primal forms z exactly; the dual's kernel sum may cancel
+        if isinstance(self.space, DualSpace) and not self.space.kernel.is_linear:
+            scale = self.space.gram(pos, pos) + self.space.gram(neg, neg) \
+                + 2.0 * abs(self.space.gram(pos, neg))
+        return step2(2.0, zz, vz, vv, scale, self.space.residual(zc))
+
+    def apply(self, j: int, solution: Any) -> None:
+        self.pos, self.neg = self.pair(j)
+        if solution == "store":
+            self.b = 1.0 if self.pos >= 0 else -1.0
+            return
+        self.started = True
+        if self.p != 2.0:
+            self.space.pair_apply(self.pos, self.neg, solution)
+        else:
+            self.space.apply(solution[0], solution[1], [(self.pos, 1.0), (self.neg, -1.0)])
+        self.b = -0.5 * (self.space.dot(self.pos) + self.space.dot(self.neg))
+
+    def final(self, y: np.ndarray) -> dict[str, Any]:
+        out = dict(self.space.final())
+        out["b"] = self.b
+        out["pos"] = self.pos if self.pos >= 0 else None
+        out["neg"] = self.neg if self.neg >= 0 else None
+        if self.space.inv_c:
+            a = self.space.coefficients()
+            out["xi"] = (a * y * self.space.inv_c).tolist()
+        return out
+
+
+def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
+          ) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
+    """The model of a run (the experiments continue it epoch by epoch), its resolved
+    parameters, the validated data and epochs."""
+    kern = parse_kernel(kernel)
+    if isinstance(given.get("C"), str) and given["C"].strip().lower() == "none":
+        given = dict(given, C=None)
+    params = PARAMS.resolve(given)
+    p = float(params["p"])
+    if form == "primal" and not kern.is_linear:
+        raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    if form == "dual" and params["p"] != 2:
+        raise ParamError(f"the dual form takes p = 2 only, not p = {params['p']}")
+    X, y = validate(X, y)
+    epochs = check_epochs(epochs)
+    T = y.shape[0]
+    C = None if params["C"] is None else float(params["C"])
+    space = PNormSpace(X, T, C, p) if p != 2.0 else make_space(form, X, T, C, kern)
+    return _Pumma(space, y, float(params["delta"]), p), params, X, y, epochs
+
+
+def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+         record_scores: bool) -> Trace:
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
+    result = run_blocks(model, y, epochs, record_scores)
+    return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
+                 params=params, n_examples=y.shape[0], epochs=epochs,
+                 mistakes=result.mistakes, updates=result.updates, final=model.final(y),
+                 scores=result.scores)
+
+
+def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+           delta: Any = 0, C: Any = None, numbers: Any = "auto",
+           record_scores: bool = False) -> Trace:
+    """Primal form, any p >= 2: w (and theta = f(w) for p > 2) in float64.  ``numbers`` is
+    the reference's arithmetic: checked and recorded, it does not change a float64 run."""
+    return _run("primal", X, y, epochs, kernel,
+                dict(p=p, delta=delta, C=C, numbers=numbers), record_scores)
+
+
+def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+         delta: Any = 0, C: Any = None, numbers: Any = "auto",
+         record_scores: bool = False) -> Trace:
+    """Dual (kernel) form, p = 2: one coefficient per support example."""
+    return _run("dual", X, y, epochs, kernel, dict(p=p, delta=delta, C=C, numbers=numbers),
+                record_scores)

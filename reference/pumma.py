@@ -1,0 +1,632 @@
+"""PUMMA_p(delta) (Ishibashi, Hatano, Takeda, ``003_...``), exact.  SPEC.md, "romma and pumma".
+
+Notation: q = p / (p - 1); f(w)_i = sign(w_i) |w_i|^(q-1) / ||w||_q^(q-2) (so f(w).w =
+||w||_q^2, ||f(w)||_p = ||w||_q) and f^-1(th)_i = sign(th_i) |th_i|^(p-1) / ||th||_p^(p-2)
+(Lemma 3).  For p = 2 both are the identity.
+
+State: the pair (x_pos, x_neg) (the last positive and negative examples that caused an
+update; stored as example indices ``pos``, ``neg``), the weight w, the bias b, and with the
+soft margin (C not none) one slack xi_j per example index.
+
+**Start-up** (section 3, "Initialization"; w = 0 throughout):
+  - no positive stored yet: the hypothesis is (w, b) = (0, -1): score -1;
+  - a positive stored, no negative yet: (0, +1): score +1.
+  Mistake iff y score <= 0, as always.  The trial that first presents a positive example
+  (resp. a negative one) stores it, and that is an **update** (the state changed) even when
+  it is not a mistake (the first negative example when no positive has come yet: score -1,
+  correct, stored).  The trial that completes the pair computes (w_1, b_1) from problem (3)
+  with v = 0 (case (i)).  If that problem is infeasible (x_pos = x_neg without soft margin)
+  the example is not stored and the trial is not an update.  Once both are stored, start-up
+  is over for good.
+
+**Trial t on example j** after start-up (x = x_j, y = y_j):
+
+    score = w.x + b                                  (mistake iff y score <= 0)
+    update iff y score + xi_j < 1 - delta            (xi_j = 0 without soft margin)
+    update: replace x_pos by x (y = +1) or x_neg by x (y = -1), then with v = w,
+            z = x_pos - x_neg, th = f(v):
+        w <- argmin 1/2 ||w'||_q^2  s.t.  w'.z >= 2,  w'.th >= ||v||_q^2        (3)
+        b <- -(w.x_pos + w.x_neg) / 2                                           (20)
+
+(the two constraints of (3), w'.x_pos + b' >= 1 and w'.x_neg + b' <= -1, have equal
+multipliers by (6), which leaves w'.z >= 2 and fixes b' by (20)).  Lagrangian (4):
+1/2||w||_q^2 + lam (2 - w.z) + eta (||v||_q^2 - w.th), so f(w) = lam z + eta th, i.e.
+w = f^-1(lam z + eta th), with lam > 0 (section 3.1) and eta >= 0:
+
+  case (i)  eta = 0:  w = lam f^-1(z), lam = 2 / ||z||_p^2                        (15)
+            taken iff  w.th >= ||v||_q^2  (always when v = 0)
+  case (ii) eta > 0:  (lam, eta) maximise the dual (18)
+            L*(lam, eta) = -1/2 ||lam z + eta th||_p^2 + 2 lam + eta ||v||_q^2,
+            i.e. f^-1(lam z + eta th).z = 2 and f^-1(lam z + eta th).th = ||v||_q^2   (17)
+            p = 2: closed form (19), D = ||v||^2 ||z||^2 - (v.z)^2:
+                   lam = ||v||^2 (2 - v.z) / D,  eta = (||v||^2 ||z||^2 - 2 v.z) / D
+            p > 2: Newton on (18) from (lam, eta) = (0, 1) (where w = v) with the EXACT
+                   Hessian -[z, th]^T J [z, th], J = the Jacobian of f^-1 at
+                   phi = lam z + eta th:
+                   J = (p-1) ||phi||_p^(2-p) diag(|phi_i|^(p-2))
+                       - (p-2) ||phi||_p^(2-2p) s s^T,    s_i = sign(phi_i) |phi_i|^(p-1)
+                   (the paper's second derivatives keep only the diagonal terms; the
+                   maximiser is the same), a step halved while it decreases L* (only while
+                   it is larger than 2^-20 relative); stopped when the KKT residual
+                   |2 - w.z| / 2 + |vv - w.th| / vv (vv = ||v||_q^2, w = f^-1(phi), soft-
+                   margin terms included) is <= 2^-(bits/2) (a float64 Newton, stopped at
+                   2^-40, gives the start).  Where the optimum has w_i = 0, Newton
+                   converges only linearly (J vanishes there), hence a residual criterion.  Where the Hessian is singular (phi with one nonzero
+                   coordinate: J vanishes off phi's support for p > 2), a ridge
+                   2^-20 (trace) is added and the damping keeps the step an ascent.
+  infeasible: z = 0, or in case (ii) z (with its soft-margin part) is a nonpositive
+            multiple of th: nothing changes, the trial is not an update.
+
+The current pair members (example indices ``pos`` and ``neg``) have y (w.x + b) + xi = 1
+exactly (Lemma 4), so they never update and their update test is not fragile; a fast form
+must skip their update test (re-solving (3) with the same pair is a no-op in exact
+arithmetic, and a float64 1 - 2^-53 must not count as an update).
+
+**Soft margin** (section 4.2, C > 0; "none" = hard margin).  Example j gets slack xi_j;
+the problem is (24)-(25): 1/2||w||_q^2 + C/2 sum_j xi_j^2 with y (w.x + b) >= 1 - xi
+on the pair and the linear constraint w.th + C sum_j xi'_j xi_j >= ||v||_q^2 + C ||xi'||^2
+(xi' the previous slacks).  It is problem (3) in the product space (w, xi) with
+F(w, xi) = 1/2||w||_q^2 + C/2 ||xi||_2^2 and Z = (z, e_pos + e_neg), Th = (th, C xi'):
+  w = f^-1(lam z + eta th),  xi = lam (e_pos + e_neg) / C + eta xi'
+  case (i): lam = 2 / (||z||_p^2 + 2/C);  the dual gains -1/(2C) ||lam E + eta C xi'||^2;
+  b = -(w.x_pos + w.x_neg + xi_pos - xi_neg) / 2;  update iff y (w.x + b) + xi_j < 1 - delta.
+For p = 2 this is the hard-margin PUMMA on x~_j = (x_j, y_j e_j / sqrt(C)) (e_j: the unit
+vector of example INDEX j, the same across epochs): kernel k(x_i, x_j) + [i = j] / C, and
+xi_j = alpha_j y_j / C.  The score (prediction) is w.x + b on the original x.
+
+p = 2 runs in dual coordinates w = sum_j alpha_j phi(x_j) (alpha_j signed), any kernel;
+p > 2 runs on the primal w (linear kernel only) in mpmath.
+
+``final``: {"w": [n] (linear kernel) or "alpha": [T] (other kernels; p = 2 only),
+            "b": number, "pos": example index or None, "neg": example index or None,
+            "xi": [T] (only when C is not none)}.
+Before start-up completes, w = 0 and b = -1 or +1 as above.
+
+Numbers: as ``reference.romma`` (parameter ``numbers``): Fraction for p = 2 with a rational
+kernel and rational C, mpmath otherwise (p > 2 always).  Fast forms' Newton (p > 2) must
+stop only once that KKT residual is <= NEWTON_TOLERANCE (2^-40); the fragile rule allows
+that much (times kappa) per update.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from fractions import Fraction
+from typing import Any
+
+from ..errors import ParamError
+from ..kernels import Kernel, parse_kernel
+from ..params import Param, ParamSchema
+from ..rounding import score_error_bound
+from ..trace import Trace
+from ._common import Gram, check_epochs, exact_data
+from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, Numbers, Rows, bound,
+                    dual_bounds, known_bounds, remember_bounds, run_modes, solve_2norm)
+
+class _OptionalRational(Param):
+    """A rational, or None (given as None or "none")."""
+
+    def read(self, value: Any) -> Any:
+        if value is None or isinstance(value, str) and value.strip().lower() == "none":
+            return None
+        return super().read(value)
+
+
+PARAMS = ParamSchema(
+    Param("p", "rational", Fraction(2), "the margin's norm p (q = p/(p-1) for w)",
+          check=lambda v: v >= 2, requirement=">= 2"),
+    DELTA,
+    _OptionalRational("C", "rational", None, "2-norm soft margin constant (section 4.2); "
+                      "none: hard margin", check=lambda v: v > 0, requirement="> 0 or none"),
+    NUMBERS,
+)
+
+#: The relative Newton step at which a fast form may stop (p > 2); the fragile rule's share.
+NEWTON_TOLERANCE = 2.0 ** -40
+#: Newton iterations before the reference gives up (it raises: never seen).
+NEWTON_MAX_STEPS = 400
+
+
+def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+          delta: Any = 0, C: Any = None, numbers: Any = "auto",
+          record_scores: bool = False) -> Trace:
+    """Run PUMMA_p(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    par = PARAMS.resolve(dict(p=p, delta=delta, C=C, numbers=numbers))
+    two = par["p"] == 2
+    if not two and not kern.is_linear:
+        raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
+    rational = two and kern.is_rational
+    if par["numbers"] == "fraction" and not rational:
+        raise ParamError("parameter numbers=fraction needs p = 2 and a rational kernel")
+
+    def run(num: Numbers) -> tuple[Trace, float]:
+        return _run(rows, labels, epochs, kern, par, num, record_scores)
+
+    return run_modes(par["numbers"], rational, epochs * len(rows), run)
+
+
+def pair_bias(wpos: Any, wneg: Any) -> Any:
+    """(20): b = -(w.x_pos + w.x_neg) / 2, given w.x~_pos and w.x~_neg (with the slacks)."""
+    return -(wpos + wneg) / 2
+
+
+class _State2:
+    """p = 2: w~ = sum_i alpha_i x~_i in dual coordinates, with the soft margin's x~."""
+
+    def __init__(self, gram: Gram, num: Numbers, C: Any, T: int):
+        self.num, self.T = num, T
+        self.K = Rows(gram, num, T)
+        self.invC = None if C is None else 1 / num(C)
+        self.zero = num(0)
+        self.alpha = [self.zero] * T
+        self.size = [0.0] * T               # |alpha_i| as floats (rounding magnitudes)
+        self.slack = [0.0] * T              # absolute allowances near the case boundary
+        self.doubt = False
+        self.support = 0
+        self.vv = self.zero
+
+    def ka(self, i: int, j: int) -> Any:
+        """The soft margin's kernel k(x_i, x_j) + [i = j] / C (for i = j: y_i^2 = 1)."""
+        k = self.K(j)[i]
+        return k + self.invC if i == j and self.invC is not None else k
+
+    def dot(self, j: int) -> Any:
+        """w.x_j (the original space: the score's part)."""
+        return self.num.dot(self.alpha, self.K(j))
+
+    def xi(self, j: int, label: int) -> Any:
+        if self.invC is None:
+            return self.zero
+        return self.alpha[j] * label * self.invC
+
+    def magnitude(self, j: int) -> float:
+        """sum_i (|alpha_i| + slack_i) |k|(x_i, x_j) (the slack counted as a magnitude: the
+        score's bound 2 rho M + gamma M then covers it only when rho >= 1/2, so the caller
+        adds 2 sum_i slack_i |k| as well)."""
+        if not self.support:
+            return 0.0
+        return math.fsum(map(operator.mul, self.size, self.K.magnitude(j)))
+
+    def slack_error(self, j: int) -> float:
+        if not any(self.slack):
+            return 0.0
+        return 2 * math.fsum(map(operator.mul, self.slack, self.K.magnitude(j)))
+
+    def update(self, pos: int, neg: int, model: ErrorModel | None = None, m: int = 0
+               ) -> tuple[Any, float, bool] | None:
+        """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
+        With ``model``, sets ``self.doubt`` (ErrorModel.doubtful) and carries the slack."""
+        ka, num = self.ka, self.num
+        zz = ka(pos, pos) + ka(neg, neg) - 2 * ka(pos, neg)
+        fpos = self.dot(pos) + self.xi(pos, 1)      # v~.x~_pos
+        fneg = self.dot(neg) - self.xi(neg, -1)     # v~.x~_neg (x~_neg = (x_neg, -e/sqrt C))
+        factor = 0.0
+        if model is not None:
+            mag = self.K.magnitude
+            scale = mag(pos)[pos] + mag(neg)[neg] + 2 * mag(neg)[pos]
+            self.doubt, factor = model.doubtful(self.vv, zz, fpos - fneg, 2, scale, m)
+        solution = solve_2norm(self.vv, zz, fpos - fneg, 2, num.exact)
+        if solution is None:
+            return None
+        lam, eta, kappa = solution
+        case_ii = eta != 0
+        new_slack = [float(eta) * s for s in self.slack] if case_ii else [0.0] * self.T
+        if factor:
+            new_slack = [s + factor * (a + b) for s, a, b in zip(new_slack, self.size,
+                                                                 self.slack)]
+        self.slack = new_slack
+        self.alpha = [eta * a for a in self.alpha] if case_ii else [self.zero] * self.T
+        self.alpha[pos] += lam
+        self.alpha[neg] -= lam
+        self.size = [abs(float(a)) for a in self.alpha]
+        self.support = sum(1 for a in self.alpha if a)
+        self.vv = 2 * lam + eta * self.vv           # ||w'||^2 = lam r + eta ||v||^2, r = 2
+        # w'.x~_pos and w'.x~_neg for the bias (20): w' = lam z~ + eta v~
+        cross = ka(pos, neg)
+        wpos = eta * fpos + lam * (ka(pos, pos) - cross)
+        wneg = eta * fneg + lam * (cross - ka(neg, neg))
+        if num.exact:
+            num.check_size(self.alpha)
+        return pair_bias(wpos, wneg), kappa, case_ii
+
+
+class _StateP:
+    """p > 2: the primal w (mpmath), the slacks xi by example index."""
+
+    def __init__(self, rows: list[list[Fraction]], num: Numbers, p: Fraction, C: Any):
+        self.num = num
+        ctx = num.ctx
+        self.ctx = ctx
+        self.rows = [[num(v) for v in row] for row in rows]
+        self.p = num(p)
+        self.q = self.p / (self.p - 1)
+        self.C = None if C is None else num(C)
+        self.w = [num(0)] * len(rows[0])
+        self.xi: dict[int, Any] = {}
+        self.newton_steps = 0
+
+    def dot(self, j: int) -> Any:
+        return self.ctx.fsum(a * b for a, b in zip(self.w, self.rows[j]))
+
+    def xi_of(self, j: int) -> Any:
+        return self.xi.get(j, self.num(0))
+
+    def magnitude(self, j: int) -> float:
+        return sum(abs(float(a)) * abs(float(b)) for a, b in zip(self.w, self.rows[j]))
+
+    def norm(self, v: list[Any], r: Any) -> Any:
+        ctx = self.ctx
+        return ctx.power(ctx.fsum(ctx.power(abs(a), r) for a in v), 1 / r) if any(v) else 0 * r
+
+    def link(self, v: list[Any], r: Any) -> list[Any]:
+        """f^-1 (r = p) or f (r = q): sign(v_i) |v_i|^(r-1) / ||v||_r^(r-2)."""
+        ctx = self.ctx
+        n = self.norm(v, r)
+        if n == 0:
+            return [self.num(0)] * len(v)
+        scale = ctx.power(n, 2 - r)
+        return [ctx.sign(a) * ctx.power(abs(a), r - 1) * scale for a in v]
+
+    def update(self, pos: int, neg: int) -> tuple[Any, float, bool] | None:
+        ctx, num, p, C = self.ctx, self.num, self.p, self.C
+        z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
+        v = self.w
+        th = self.link(v, self.q)                               # f(v)
+        vv = self.norm(v, self.q) ** 2                          # ||v||_q^2
+        xp, xn = self.xi_of(pos), self.xi_of(neg)
+        xi2 = ctx.fsum(s * s for s in self.xi.values())
+        if C is not None:
+            vv += C * xi2
+        zp = self.norm(z, p)
+        if zp == 0 and C is None:
+            return None
+        # case (i): eta = 0
+        lam = 2 / (zp ** 2 + (2 / C if C is not None else 0))
+        fz = self.link(z, p)
+        w_i = [lam * a for a in fz]
+        dot_i = ctx.fsum(a * b for a, b in zip(w_i, th)) + (lam * (xp + xn) if C else 0)
+        kappa = 1.0
+        if vv == 0 or dot_i >= vv:
+            w, eta, case_ii = w_i, num(0), False
+        else:
+            # infeasible iff (z, E) is a nonpositive multiple of (th, C xi'): 2-norm Gram test
+            zz2 = ctx.fsum(a * a for a in z) + (2 if C is not None else 0)
+            tt2 = ctx.fsum(a * a for a in th) + (C * C * xi2 if C is not None else 0)
+            zt = ctx.fsum(a * b for a, b in zip(z, th)) + (C * (xp + xn) if C else 0)
+            D = zz2 * tt2 - zt * zt
+            if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
+                return None
+            kappa = float((zz2 * tt2 + zt * zt) / D)
+            lam, eta = self._newton(z, th, vv, xp, xn, xi2)
+            w = self.link([lam * a + eta * b for a, b in zip(z, th)], p)
+            case_ii = True
+        if C is not None:
+            new_xi = {i: eta * s for i, s in self.xi.items() if eta != 0}
+            new_xi[pos] = new_xi.get(pos, num(0)) + lam / C
+            new_xi[neg] = new_xi.get(neg, num(0)) + lam / C
+            self.xi = new_xi
+        self.w = w
+        return (pair_bias(self.dot(pos) + self.xi_of(pos), self.dot(neg) - self.xi_of(neg)),
+                kappa, case_ii)
+
+    def _newton(self, z: list[Any], th: list[Any], vv: Any, xp: Any, xn: Any,
+                xi2: Any) -> tuple[Any, Any]:
+        """Maximise the dual (18) (with the soft margin's terms): a float64 Newton from
+        (0, 1) gives the start, mpmath's refines it to residual 2^-(bits/2) (newton_dual)."""
+        ctx, p, C = self.ctx, self.p, self.C
+        soft = None if C is None else (xp + xn, xi2, C)
+        start = (ctx.mpf(0), ctx.mpf(1))
+        try:
+            fl = _FloatOps()
+            lam, eta = newton_dual(fl, [float(a) for a in z], [float(a) for a in th],
+                                   float(vv), float(p), None if soft is None else
+                                   tuple(float(v) for v in soft), (0.0, 1.0), 2.0 ** -40)
+            if lam > 0 and eta > 0:
+                start = (ctx.mpf(lam), ctx.mpf(eta))
+        except (ArithmeticError, ValueError):
+            pass
+        mp = _MpOps(ctx)
+        out = newton_dual(mp, z, th, vv, p, soft, start, ctx.ldexp(1, -(ctx.prec // 2)))
+        self.newton_steps += mp.steps
+        return out
+
+
+class _FloatOps:
+    steps = 0
+
+    @staticmethod
+    def power(x: float, r: float) -> float:
+        return math.pow(x, r)
+
+    @staticmethod
+    def sign(x: float) -> float:
+        return (x > 0) - (x < 0)
+
+    fsum = staticmethod(math.fsum)
+
+
+class _MpOps:
+    def __init__(self, ctx: Any):
+        self.power, self.sign, self.fsum = ctx.power, ctx.sign, ctx.fsum
+        self.steps = 0
+
+
+def _pnorm(ops: Any, v: list[Any], r: Any) -> Any:
+    total = ops.fsum(ops.power(abs(a), r) for a in v)
+    return ops.power(total, 1 / r) if total else 0 * r
+
+
+def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: Any,
+                start: tuple[Any, Any], tol: Any, max_steps: int | None = None
+                ) -> tuple[Any, Any]:
+    """(lam, eta) maximising L*(lam, eta) = -1/2 ||lam z + eta th||_p^2 + 2 lam + eta vv
+    [- 1/(2C) ||lam E + eta C xi'||^2 with soft = (E.xi', ||xi'||^2, C)]: damped Newton with
+    the exact Hessian (module docstring), stopped when the KKT residual of (17),
+    |2 - w.z| / 2 + |vv - w.th| / vv (w = f^-1(phi), soft-margin terms included), is
+    <= tol.  (A criterion on the step fails where the optimum has phi_i = 0: J vanishes
+    there and Newton converges only linearly in phi_i, while the residual, ~ |phi_i|^(p-1),
+    still falls geometrically.)  With ``max_steps`` given, returns after that many steps."""
+    invC = 0 if soft is None else 1 / soft[2]
+
+    def dual(lam: Any, eta: Any) -> Any:
+        phi = [lam * a + eta * b for a, b in zip(z, th)]
+        out = -_pnorm(ops, phi, p) ** 2 / 2 + 2 * lam + eta * vv
+        if soft is not None:
+            E, xi2, C = soft
+            out -= (2 * lam * lam + 2 * lam * eta * C * E + eta * eta * C * C * xi2) * invC / 2
+        return out
+
+    lam, eta = start
+    for _ in range(max_steps or NEWTON_MAX_STEPS):
+        phi = [lam * a + eta * b for a, b in zip(z, th)]
+        n = _pnorm(ops, phi, p)
+        if n == 0:        # phi = 0 (z = 0 and v = 0, soft margin): f^-1 = 0, J = 0
+            a1 = a2 = 0 * n
+            s = d = g = [0 * n] * len(phi)
+        else:
+            a1 = (p - 1) * ops.power(n, 2 - p)
+            a2 = (p - 2) * ops.power(n, 2 - 2 * p)
+            s = [ops.sign(c) * ops.power(abs(c), p - 1) for c in phi]
+            d = [ops.power(abs(c), p - 2) for c in phi]
+            g = [c * ops.power(n, 2 - p) for c in s]  # f^-1(phi): the current w
+        gl = 2 - ops.fsum(a * b for a, b in zip(g, z))
+        ge = vv - ops.fsum(a * b for a, b in zip(g, th))
+        sz = ops.fsum(a * b for a, b in zip(s, z))
+        st = ops.fsum(a * b for a, b in zip(s, th))
+        hll = a1 * ops.fsum(c * a * a for c, a in zip(d, z)) - a2 * sz * sz
+        hle = a1 * ops.fsum(c * a * b for c, a, b in zip(d, z, th)) - a2 * sz * st
+        hee = a1 * ops.fsum(c * b * b for c, b in zip(d, th)) - a2 * st * st
+        if soft is not None:
+            E, xi2, C = soft
+            gl -= 2 * lam * invC + eta * E
+            ge -= lam * E + eta * C * xi2
+            hll += 2 * invC
+            hle += E
+            hee += C * xi2
+        if abs(gl) / 2 + abs(ge) / vv <= tol:        # the KKT residual of (17)
+            return lam, eta
+        det = hll * hee - hle * hle                  # -Hessian = [[hll, hle], [hle, hee]]
+        if not det > 2.0 ** -200 * (hll * hee):       # singular: phi sparse (J = 0 off its
+            mu = 2.0 ** -20 * (abs(hll) + abs(hee)) or 1 + 0 * hll   # support); a ridge
+            hll, hee = hll + mu, hee + mu
+            det = hll * hee - hle * hle
+        dl = (hee * gl - hle * ge) / det
+        de = (hll * ge - hle * gl) / det
+        t = 1
+        if abs(dl) > 2.0 ** -20 * abs(lam) or abs(de) > 2.0 ** -20 * max(abs(eta), 1):
+            base = dual(lam, eta)                    # far from the optimum: damp until L* rises
+            while dual(lam + t * dl, eta + t * de) < base and t > 2.0 ** -60:
+                t /= 2
+        lam, eta = lam + t * dl, eta + t * de
+        ops.steps += 1
+    if max_steps:
+        return lam, eta
+    raise ArithmeticError("PUMMA: Newton on the dual (18) did not converge")
+
+
+def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
+         par: dict[str, Any], num: Numbers, record_scores: bool,
+         observer: Any = None) -> tuple[Trace, float]:
+    T, n = len(rows), len(rows[0])
+    two = par["p"] == 2
+    gram = Gram(kern, rows)
+    st: Any = _State2(gram, num, par["C"], T) if two else _StateP(rows, num, par["p"], par["C"])
+    threshold = num(1 - par["delta"])
+    thr_err = score_error_bound(1, float(threshold))
+    model = ErrorModel(ref_unit=num.unit)
+    newton = 0.0 if two else NEWTON_TOLERANCE
+    ref_newton = 0.0 if two else 2.0 ** -(num.bits // 2 - 8)
+    pos: int | None = None
+    neg: int | None = None
+    started = False
+    b = num(-1)
+    b_magnitude = 0.0               # the magnitude of b's terms, for the rounding bound
+    b_slack = 0.0                   # b's share of the boundary slack (ErrorModel.doubtful)
+    mistakes: list[int] = []
+    updates: list[int] = []
+    fragile: list[int] = []
+    scores: list[Any] = []
+    for t in range(epochs * T):
+        j, label = t % T, labels[t % T]
+        if not started:
+            score = b                                  # w = 0, b = -1 or +1
+            if record_scores:
+                scores.append(score)
+            if label * score <= 0:
+                mistakes.append(t)
+            if label == 1 and pos is None or label == -1 and neg is None:
+                new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
+                if new_pos is None or new_neg is None:   # half a pair: store it
+                    pos, neg, b = new_pos, new_neg, num(1 if new_pos is not None else -1)
+                    updates.append(t)
+                    continue
+                result = st.update(new_pos, new_neg)
+                if result is not None:
+                    pos, neg, started = new_pos, new_neg, True
+                    b = result[0]
+                    b_magnitude = _pair_magnitude(st, pos, neg)
+                    model.update(False, 1.0, n + 8, newton, ref_newton)
+                    updates.append(t)
+                    if observer:
+                        observer(_state(t, st, b, pos, neg, rows, labels, two, False))
+            continue
+        wx = st.dot(j)
+        score = wx + b
+        margin = label * score
+        slack = st.xi(j, label) if two else st.xi_of(j)
+        if record_scores:
+            scores.append(score)
+        m = (n + 8) * kern.depth + (st.support if two else n) + 8
+        magnitude = st.magnitude(j) + b_magnitude + abs(float(slack))
+        err = model.score_error(m, magnitude)
+        if two:
+            err += st.slack_error(j) + b_slack
+        member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
+        if member:       # margin + slack exactly 1: only the mistake test can be close
+            if err and abs(float(margin)) <= err:
+                fragile.append(t)
+        elif model.fragile(margin, threshold - slack, err, thr_err):
+            fragile.append(t)
+        if margin <= 0:
+            mistakes.append(t)
+        if not member and margin + slack < threshold:
+            new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
+            result = st.update(new_pos, new_neg, model, m) if two else st.update(new_pos,
+                                                                                 new_neg)
+            if two and st.doubt and (not fragile or fragile[-1] != t):
+                fragile.append(t)
+            if result is not None:
+                pos, neg = new_pos, new_neg
+                b, kappa, case_ii = result
+                b_magnitude = _pair_magnitude(st, pos, neg)
+                if two:
+                    b_slack = (st.slack_error(pos) + st.slack_error(neg)) / 2
+                model.update(case_ii, kappa, m, newton * kappa, ref_newton * kappa)
+                updates.append(t)
+                if observer:
+                    observer(_state(t, st, b, pos, neg, rows, labels, two, case_ii))
+
+    final: dict[str, Any] = {}
+    coefs: list[Any] = []
+    if two:
+        coefs = list(st.alpha)
+        if kern.is_linear:
+            final["w"] = [num.dot(coefs, [num(r[d]) for r in rows]) for d in range(n)]
+        else:
+            final["alpha"] = coefs
+    else:
+        final["w"] = list(st.w)
+    final["b"] = b
+    final["pos"], final["neg"] = pos, neg
+    if par["C"] is not None:
+        final["xi"] = ([st.xi(i, labels[i]) for i in range(T)] if two
+                       else [st.xi_of(i) for i in range(T)])
+    params = dict(par, numbers=num.label)
+    trace = Trace(algorithm="pumma", form="reference", kernel=kern.spec, params=params,
+                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
+                  final=final, fragile=fragile, scores=scores if record_scores else None)
+    remember_bounds(trace, _final_bounds(model.rho, final, coefs, rows, kern, par,
+                                         b_magnitude, st if not two else None,
+                                         st.slack if two else None, b_slack))
+    return trace, model.worst_ref
+
+
+def _state(t: int, st: Any, b: Any, pos: int, neg: int, rows: list[list[Fraction]],
+           labels: list[int], two: bool, case_ii: bool) -> dict[str, Any]:
+    """The state after the update on trial t, for the properties (``history``)."""
+    out = {"t": t, "b": b, "pos": pos, "neg": neg, "case_ii": case_ii}
+    if two:
+        out["alpha"] = list(st.alpha)
+        out["w"] = [st.num.dot(st.alpha, [st.num(r[d]) for r in rows])
+                    for d in range(len(rows[0]))]
+        out["xi"] = [st.xi(i, labels[i]) for i in range(len(rows))]
+    else:
+        out["w"] = list(st.w)
+        out["xi"] = [st.xi_of(i) for i in range(len(rows))]
+    return out
+
+
+def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
+            **params: Any) -> tuple[Trace, list[dict[str, Any]]]:
+    """The reference trace and the state after every update that computes (w, b) (start-up's
+    first half excluded): dicts with t, w (the primal w; for p = 2 from the dual alpha, which
+    is also given), b, pos, neg, xi (0 without soft margin), case_ii."""
+    rows, labels = exact_data(X, y)
+    kern = parse_kernel(kernel)
+    par = PARAMS.resolve(params)
+    states: list[dict[str, Any]] = []
+    rational = par["p"] == 2 and kern.is_rational
+
+    def run(num: Numbers) -> tuple[Trace, float]:
+        states.clear()
+        return _run(rows, labels, check_epochs(epochs), kern, par, num, True, states.append)
+
+    return run_modes(par["numbers"], rational, epochs * len(rows), run), states
+
+
+def _pair_magnitude(st: Any, pos: int, neg: int) -> float:
+    """The magnitude of b's terms: (M(x_pos) + M(x_neg)) / 2 plus the slacks."""
+    out = (st.magnitude(pos) + st.magnitude(neg)) / 2
+    if isinstance(st, _State2):
+        if st.invC is not None:
+            out += (st.size[pos] + st.size[neg]) * float(st.invC) / 2
+    else:
+        out += (abs(float(st.xi_of(pos))) + abs(float(st.xi_of(neg)))) / 2
+    return out
+
+
+def _final_bounds(rho: float, final: dict[str, Any], coefs: list[Any],
+                  rows: list[list[Fraction]], kern: Kernel, par: dict[str, Any],
+                  b_magnitude: float, primal: Any, slack: list[float] | None,
+                  b_slack: float) -> dict[str, Any]:
+    T = len(rows)
+    out: dict[str, Any] = {}
+    if primal is None:
+        out.update(dual_bounds(rho, coefs, rows, kern.is_linear, final, slack))
+    else:
+        out["final.w"] = [bound(rho, abs(float(v)), 8, v) for v in final["w"]]
+    out["final.b"] = bound(rho, b_magnitude, T + 16, final["b"]) + b_slack
+    if "xi" in final:
+        invC = 1 / float(par["C"])
+        out["final.xi"] = [bound(rho, abs(float(v)), 4, v) + 2 * (slack[i] * invC if slack
+                                                                  else 0.0)
+                           for i, v in enumerate(final["xi"])]
+    return out
+
+
+def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """How far a float64 form's final w (or alpha), b and xi may lie from the exact ones.
+
+    For a trace this process computed, the bounds its run derived (``_final_bounds``: the
+    ErrorModel's final rho on the magnitudes of each value's terms, as reference.romma).
+    For a trace read from a file: rho = FALLBACK_RHO on magnitudes rebuilt from the values
+    (w_d: |w_d| + ||w||_2 max_i |x_id| T; b: |b| + ||w||_2 max_i ||x_i||_2 + the slacks).
+    """
+    known = known_bounds(trace)
+    if known is not None:
+        return known
+    rows = [[abs(float(v)) for v in row] for row in
+            (X.toarray() if hasattr(X, "toarray") else X).tolist()]
+    T = len(rows)
+    out: dict[str, Any] = {}
+    norm = 0.0
+    if "w" in trace.final:
+        w = trace.final["w"]
+        norm = sum(float(v) ** 2 for v in w) ** 0.5
+        out["final.w"] = [bound(FALLBACK_RHO, abs(float(v)) + norm * T
+                                * max(r[d] for r in rows), T + 8, v) for d, v in enumerate(w)]
+    if "alpha" in trace.final:
+        out["final.alpha"] = [bound(FALLBACK_RHO, abs(float(a)), 2, a)
+                              for a in trace.final["alpha"]]
+        norm = sum(abs(float(a)) for a in trace.final["alpha"])
+    xi = trace.final.get("xi") or []
+    if xi:
+        out["final.xi"] = [bound(FALLBACK_RHO, abs(float(v)), 4, v) for v in xi]
+    big = max((sum(v * v for v in r) ** 0.5 for r in rows), default=0.0)
+    out["final.b"] = bound(FALLBACK_RHO, abs(float(trace.final["b"])) + norm * big * T
+                           + sum(abs(float(v)) for v in xi), T + 16, trace.final["b"])
+    return out

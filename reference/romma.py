@@ -1,0 +1,495 @@
+"""ROMMA (Li & Long), homogeneous, 2-norm, with delta: exact.  SPEC.md, "romma and pumma".
+
+ROMMA is the base of PUMMA (Ishibashi, Hatano, Takeda, ``003_...``, problem (2)).  State:
+w_t (w_0 = 0).  Trial t on example j (x = x_j, y = y_j, z = y x):
+
+    score  = w.x                          (mistake iff y score <= 0)
+    update iff y score < 1 - delta        (0 <= delta < 1; a strict inequality)
+    update:  w <- argmin 1/2 ||w'||^2  s.t.  w'.z >= 1,  w'.v >= ||v||^2      (problem (2))
+
+with v = w_t.  The solution, from the Lagrangian 1/2||w||^2 + lam (1 - w.z) + eta (||v||^2 -
+w.v) (stationarity w = lam z + eta v, lam > 0, eta >= 0, complementary slackness), by the two
+cases of section 3.1 (with the right-hand side r = 1; PUMMA uses the same solver with r = 2):
+
+  case (i)  eta = 0:   w = (r / ||z||^2) z,       taken iff  r (v.z) >= ||v||^2 ||z||^2
+            (i.e. the candidate satisfies w.v >= ||v||^2; always when v = 0)
+  case (ii) eta > 0:   D = ||v||^2 ||z||^2 - (v.z)^2,
+                       lam = ||v||^2 (r - v.z) / D,   eta = (||v||^2 ||z||^2 - r v.z) / D,
+                       w = lam z + eta v          (both constraints tight)
+  infeasible:          z = 0, or (case (ii)) D = 0: z is a nonpositive multiple of v and no
+                       w satisfies both constraints (non-separable data only).  Then nothing
+                       changes and the trial is NOT an update (it is still a mistake if
+                       y score <= 0).
+
+At the boundary r v.z = ||v||^2 ||z||^2 both cases give the same w (eta = 0 in (ii)).
+Here v.z = y score = the trial's margin and ||w_new||^2 = lam r + eta ||v||^2.
+
+The example that caused the last update has margin exactly 1 (its constraint is tight, lam
+> 0), so it never updates (1 >= 1 - delta), and its update test is not a fragile trial: a
+fast form must not update on it either (it would re-solve (2) with v feasible, a no-op in
+exact arithmetic).  Identification is by example index (another index holding the same
+point is tested as usual).
+
+First trial (w_0 = 0): score 0, a mistake, and an update iff x != 0: w_1 = y x / ||x||^2.
+
+The reference keeps w in dual coordinates, w = sum_j alpha_j phi(x_j) (alpha_j signed: the
+label is inside), so every kernel works (the update is alpha <- eta alpha, alpha_j += lam y).
+
+``final``: {"w": [n numbers]} for the linear kernel, {"alpha": [T numbers]} (one signed dual
+coefficient per example index, summed over epochs) for any other kernel.
+
+Numbers (parameter ``numbers``; the trace's params record the mode actually used):
+
+- ``fraction``: exact rationals.  Possible for the linear and polynomial kernels.  The bit
+  length of the coefficients roughly doubles at each case-(ii) update (PITFALLS.md).
+- ``mpmath:BITS`` (or ``mpmath``: bits chosen from the run): mpmath at BITS bits, with the
+  error bound of the fragile rule carried along at unit roundoff 2^-BITS; if that bound ever
+  exceeds 2^-64 (relative), the run is repeated at more bits (``_precision_for``).
+- ``auto`` (default): ``fraction`` where possible, abandoned for ``mpmath`` as soon as a
+  coefficient's numerator or denominator exceeds ``FRACTION_BITS`` bits.  The choice is a
+  function of the input alone, so a run is reproducible from its recorded params.
+
+Fragile trials and final bounds: see ``_ErrorModel`` (a stated, not rigorous, rule).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import weakref
+from fractions import Fraction
+from typing import Any, Callable
+
+from ..errors import ParamError
+from ..kernels import Kernel, parse_kernel
+from ..numbers import current_precision, number_context, precision
+from ..params import Param, ParamSchema
+from ..rounding import UNIT_ROUNDOFF, score_error_bound
+from ..trace import Trace
+from ._common import Gram, check_epochs, exact_data
+
+#: ``auto`` leaves Fraction once a numerator or denominator is longer than this (bits).
+FRACTION_BITS = 4096
+#: A float64 form may call z = 0 or the case-(ii) system singular below this (relative).
+NEAR_SINGULAR = 2.0 ** -40
+#: The mpmath mode reruns at more bits while its carried relative error exceeds this.
+MPMATH_TARGET = 2.0 ** -64
+
+
+def _check_numbers(value: str) -> bool:
+    if value in ("auto", "fraction", "mpmath"):
+        return True
+    head, _, bits = value.partition(":")
+    return head == "mpmath" and bits.isdigit() and int(bits) >= 53
+
+
+NUMBERS = Param("numbers", "name", "auto",
+                "arithmetic of the reference: auto, fraction, mpmath or mpmath:BITS "
+                "(fast forms ignore it)", check=_check_numbers,
+                requirement="auto, fraction, mpmath or mpmath:BITS with BITS >= 53")
+
+DELTA = Param("delta", "rational", Fraction(0),
+              "update iff y score < 1 - delta (section 3; Theorem 3's approximation factor)",
+              check=lambda v: 0 <= v < 1, requirement="in [0, 1)")
+
+PARAMS = ParamSchema(DELTA, NUMBERS)
+
+
+class TooLarge(Exception):
+    """Raised by a Fraction run in ``auto`` mode when the numbers outgrow FRACTION_BITS."""
+
+
+# -- numbers ---------------------------------------------------------------------------------
+
+class Numbers:
+    """One run's arithmetic: exact Fractions, or mpf in a private context at ``bits``."""
+
+    def __init__(self, mode: str, bits: int | None = None, capped: bool = False):
+        self.exact = mode == "fraction"
+        self.bits = bits
+        self.capped = capped
+        self.ctx = None if self.exact else number_context(bits)
+        self.unit = 0.0 if self.exact else 2.0 ** -bits  # the reference's own roundoff
+
+    @property
+    def label(self) -> str:
+        return "fraction" if self.exact else f"mpmath:{self.bits}"
+
+    def __call__(self, value: Any) -> Any:
+        """An exact input (Fraction, int, mpf) as a number of this run."""
+        if self.exact:
+            if not isinstance(value, (int, Fraction)):
+                raise ParamError("numbers=fraction needs rational inputs (not the rbf "
+                                 "kernel, not p > 2)")
+            return Fraction(value)
+        if isinstance(value, Fraction):
+            return self.ctx.mpf(value.numerator) / value.denominator
+        return self.ctx.mpf(value)
+
+    def dot(self, a: list[Any], b: list[Any]) -> Any:
+        """sum_i a_i b_i (mpmath: one rounding, ``fdot``)."""
+        if self.exact:
+            return sum(map(operator.mul, a, b), Fraction(0))
+        return self.ctx.fdot(a, b)
+
+    def check_size(self, values: Any) -> None:
+        """In ``auto`` mode, abandon Fraction once the numbers grow too long."""
+        if self.capped:
+            for v in values:
+                if (v.numerator.bit_length() > FRACTION_BITS
+                        or v.denominator.bit_length() > FRACTION_BITS):
+                    raise TooLarge
+
+
+class Rows:
+    """The exact kernel rows k(x_., x_j) in a run's numbers and their float magnitudes, each
+    row computed when example j is first presented."""
+
+    def __init__(self, gram: Gram, num: Numbers, T: int):
+        self.gram, self.num, self.T = gram, num, T
+        self.values: dict[int, list[Any]] = {}
+        self.magnitudes: dict[int, list[float]] = {}
+        self.ints: list[tuple[list[int], int]] | None = None
+        if gram.kernel.is_rational:   # x_i = M_i / L_i with integer M_i: exact dots by ints
+            self.ints = []
+            for row in gram.rows:
+                L = math.lcm(*(v.denominator for v in row))
+                self.ints.append(([int(v * L) for v in row], L))
+
+    def exact(self, i: int, j: int) -> Any:
+        """k(x_i, x_j) exactly (the kernel's own evaluation, through integer dot products
+        for the linear and polynomial kernels: the same value, many fewer gcds)."""
+        if self.ints is None:
+            return self.gram(i, j)
+        (a, la), (b, lb) = self.ints[i], self.ints[j]
+        dot = Fraction(sum(map(operator.mul, a, b)), la * lb)
+        kern = self.gram.kernel
+        if kern.name == "linear":
+            return dot
+        return (kern.gamma * dot + kern.coef0) ** kern.degree
+
+    def __call__(self, j: int) -> list[Any]:
+        if j not in self.values:
+            self.values[j] = [self.num(self.exact(i, j)) for i in range(self.T)]
+        return self.values[j]
+
+    def magnitude(self, j: int) -> list[float]:
+        if j not in self.magnitudes:
+            self.magnitudes[j] = [self.gram.magnitude(i, j) for i in range(self.T)]
+        return self.magnitudes[j]
+
+
+def run_modes(numbers: str, rational: bool, trials: int,
+              run: Callable[[Numbers], Any]) -> Any:
+    """Run ``run`` in the mode ``numbers`` asks for (module docstring); returns its result.
+
+    ``run`` returns (result, rho_ref): rho_ref the largest carried relative error of the
+    reference's own numbers (0 in Fraction)."""
+    if numbers == "fraction" or (numbers == "auto" and rational):
+        try:
+            return run(Numbers("fraction", capped=numbers == "auto"))[0]
+        except TooLarge:
+            pass
+    if numbers.startswith("mpmath:"):
+        bits = int(numbers.partition(":")[2])
+        with precision(bits):
+            return run(Numbers("mpmath", bits))[0]
+    bits = _precision_for(trials)
+    for _ in range(6):
+        with precision(bits):
+            result, rho = run(Numbers("mpmath", bits))
+        if rho <= MPMATH_TARGET:
+            break
+        bits += 64 * math.ceil((math.log2(rho) + 64) / 64) + 64  # the bits the bound lost
+    return result
+
+
+def _precision_for(trials: int) -> int:
+    """The first try's bits: the scoped precision, more for long runs (64 + 4 per trial)."""
+    return max(current_precision(), 64 * math.ceil((64 + 4 * trials) / 64))
+
+
+# -- the update (problem (2) / (3) with p = 2) -----------------------------------------------
+
+def solve_2norm(vv: Any, zz: Any, vz: Any, r: int, exact: bool) -> tuple[Any, Any, float] | None:
+    """(lam, eta, kappa) with w = lam z + eta v minimising ||w||^2 s.t. w.z >= r, w.v >= vv.
+
+    ``vv`` = ||v||^2, ``zz`` = ||z||^2, ``vz`` = v.z.  Returns None if infeasible.  ``kappa``
+    (a float >= 1) is the condition of the case-(ii) system, (vv zz + (vz)^2) / D; 1 in case
+    (i).  In mpmath, D counts as 0 when it is below 2^-(bits/2) vv zz (``exact`` False).
+    """
+    if zz == 0:
+        return None
+    if vv == 0 or r * vz >= vv * zz:        # case (i): eta = 0
+        return r / zz, 0 * vv, 1.0
+    D = vv * zz - vz * vz                    # case (ii): eta > 0, both constraints tight
+    if D <= 0 or (not exact and D <= vv * zz * _tiny(vv)):
+        return None
+    lam = vv * (r - vz) / D
+    eta = (vv * zz - r * vz) / D
+    kappa = float((vv * zz + vz * vz) / D)
+    return lam, eta, kappa
+
+
+def _tiny(x: Any) -> Any:
+    """2^-(prec/2) in the context of the mpf ``x``."""
+    return x.context.ldexp(1, -(x.context.prec // 2))
+
+
+# -- the error model (fragile trials, final bounds) -------------------------------------------
+
+class ErrorModel:
+    """The stated rule for how far a float64 form's state and scores may lie from the exact.
+
+    rho bounds the relative error of the dual coefficients (relative to their magnitudes,
+    so a score's error is at most rho M + the rounding of the score itself, M = sum_i
+    |alpha_i| |k|(x_i, x)).  It starts at 0 (w_0 = 0 is exact), and an update on a system
+    of size m (the terms of the inner products it reads) sets
+
+        case (i):   rho' = 4 (m + 8) u                         (w depends on z alone)
+        case (ii):  rho' = 2 sqrt(kappa) rho + 4 kappa (m + 8) u  + newton
+
+    kappa = (vv zz + vz^2) / D the condition of the 2 x 2 system (section 3.1): an error of
+    v tilts the half-space w.v >= ||v||^2, whose corner with w.z = r moves by ~sqrt(kappa)
+    times as much; the system's own rounding is amplified by kappa.  ``newton`` is the
+    tolerance a p > 2 form's Newton solver is allowed (PUMMA: NEWTON_TOLERANCE kappa).
+    u = 2^-53 for the float64 forms; the same recurrence at u = 2^-bits bounds the mpmath
+    reference's own error.
+    """
+
+    def __init__(self, unit: float = UNIT_ROUNDOFF, ref_unit: float = 0.0):
+        self.rho = 0.0
+        self.rho_ref = 0.0
+        self.worst_ref = 0.0
+        self.unit = unit
+        self.ref_unit = ref_unit
+
+    def update(self, case_ii: bool, kappa: float, m: int, newton: float = 0.0,
+               ref_newton: float = 0.0) -> None:
+        if case_ii:
+            grow = 2 * math.sqrt(kappa)
+            self.rho = min(grow * self.rho + 4 * kappa * (m + 8) * self.unit + newton, 1e300)
+            self.rho_ref = min(grow * self.rho_ref + 4 * kappa * (m + 8) * self.ref_unit
+                               + ref_newton, 1e300)
+        else:
+            self.rho = 4 * (m + 8) * self.unit
+            self.rho_ref = 4 * (m + 8) * self.ref_unit + ref_newton
+        self.worst_ref = max(self.worst_ref, self.rho_ref)
+
+    def doubtful(self, vv: Any, zz: Any, vz: Any, r: int, zz_scale: float,
+                 m: int) -> tuple[bool, float]:
+        """The update's own decisions, as a float64 form may take them: (fragile, factor).
+
+        fragile: z may be 0 (||z||^2 <= NEAR_SINGULAR times its terms' magnitude, or in
+        float64's underflow range) or the case-(ii) system may be singular (D <= NEAR_SINGULAR
+        vv zz + its rounding): a float64 form may then call the problem infeasible, or not.
+        factor: the trial lies within rounding of the case boundary r v.z = vv zz, so a form
+        may take the other case: the old coefficients may come out scaled by up to
+        ``factor`` (= min(1, tolerance / D)) instead of eta (or 0); the callers carry that
+        as an absolute slack per coefficient.
+        """
+        vvf, zzf, vzf = float(vv), float(zz), float(vz)
+        e = 4 * (self.rho + (m + 8) * UNIT_ROUNDOFF)
+        fragile = zzf <= NEAR_SINGULAR * zz_scale or zzf < 1e-290
+        factor = 0.0
+        if vvf > 0:
+            gap = r * vzf - vvf * zzf                # >= 0: case (i)
+            tol_gap = e * (abs(r * vzf) + vvf * zzf)
+            D = vvf * zzf - vzf * vzf
+            if gap <= tol_gap and D <= NEAR_SINGULAR * vvf * zzf + e * (vvf * zzf + vzf * vzf):
+                fragile = True
+            if abs(gap) <= tol_gap:
+                factor = 1.0 if D <= 0 else min(1.0, tol_gap / D)
+        return fragile, factor
+
+    def score_error(self, m: int, magnitude: float) -> float:
+        """How far a float64 score of magnitude M (m roundings) may be from the exact one."""
+        if magnitude == 0:
+            return 0.0
+        return 2.0 * self.rho * magnitude + score_error_bound(m, magnitude)
+
+    def fragile(self, margin: Any, threshold: Any, err: float, err_threshold: float) -> bool:
+        """|margin| <= err (the mistake test) or |margin - threshold| <= err + its own."""
+        if err == 0 and err_threshold == 0:
+            return False
+        return abs(float(margin)) <= err or abs(float(margin - threshold)) <= err + err_threshold
+
+
+#: The final-state bounds of each reference trace, by identity (``final_error_bounds``).
+_BOUNDS: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
+#: The relative error assumed for a trace this process did not compute (a golden file).
+FALLBACK_RHO = 2.0 ** -20
+
+
+def remember_bounds(trace: Trace, bounds: dict[str, Any]) -> None:
+    for key in [k for k, (ref, _) in _BOUNDS.items() if ref() is None]:
+        del _BOUNDS[key]
+    _BOUNDS[id(trace)] = (weakref.ref(trace), bounds)
+
+
+def known_bounds(trace: Trace) -> dict[str, Any] | None:
+    ref, bounds = _BOUNDS.get(id(trace), (None, None))
+    return bounds if ref is not None and ref() is trace else None
+
+
+def bound(rho: float, magnitude: float, ops: int, exact: Any) -> float:
+    """2 rho M + gamma_ops M: a value whose terms have coefficient errors <= rho (relative)."""
+    if magnitude == 0 and exact:
+        magnitude = 5e-324
+    if magnitude == 0:
+        return 0.0
+    return 2.0 * rho * magnitude + score_error_bound(ops, magnitude)
+
+
+def dual_bounds(rho: float, coefs: list[Any], rows: list[list[Fraction]], linear: bool,
+                final: dict[str, Any], slack: list[float] | None = None) -> dict[str, Any]:
+    """Bounds on final.w (linear kernel: w_d = sum_i alpha_i x_id, T + 8 roundings) or on
+    final.alpha (each coefficient: 2 rho |alpha_i| + a rounding), plus twice the absolute
+    slack of each coefficient (``ErrorModel.doubtful``)."""
+    slack = slack or [0.0] * len(coefs)
+    if not linear:
+        return {"final.alpha": [bound(rho, abs(float(a)), 2, a) + 2 * s
+                                for a, s in zip(coefs, slack)]}
+    T = len(rows)
+    return {"final.w": [bound(rho, sum(abs(float(c)) * abs(float(r[d]))
+                                       for c, r in zip(coefs, rows) if c), T + 8, v)
+                        + 2 * sum(s * abs(float(r[d])) for s, r in zip(slack, rows) if s)
+                        for d, v in enumerate(final["w"])]}
+
+
+# -- ROMMA -----------------------------------------------------------------------------------
+
+def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
+          numbers: Any = "auto", record_scores: bool = False) -> Trace:
+    """Run ROMMA(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
+    if p["numbers"] == "fraction" and not kern.is_rational:
+        raise ParamError("parameter numbers=fraction needs a rational kernel (not rbf)")
+
+    def run(num: Numbers) -> tuple[Trace, float]:
+        return _romma_run(rows, labels, epochs, kern, p, num, record_scores)
+
+    return run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
+
+
+def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
+               p: dict[str, Any], num: Numbers, record_scores: bool,
+               observer: Any = None) -> tuple[Trace, float]:
+    T, n = len(rows), len(rows[0])
+    K = Rows(Gram(kern, rows), num, T)
+    threshold = num(1 - p["delta"])
+    thr_err = score_error_bound(1, float(threshold))
+    zero = num(0)
+    alpha = [zero] * T           # dual coefficients, signed, by example index
+    size = [0.0] * T             # |alpha_i| as floats, for the rounding magnitudes
+    slack = [0.0] * T            # absolute error allowances near the case boundary
+    support = 0                  # how many alpha_i are nonzero
+    last = -1                    # the example of the last update (its margin is exactly 1)
+    vv = zero                    # ||w||^2
+    model = ErrorModel(ref_unit=num.unit)
+    mistakes: list[int] = []
+    updates: list[int] = []
+    fragile: list[int] = []
+    scores: list[Any] = []
+    for t in range(epochs * T):
+        j, label = t % T, labels[t % T]
+        row = K(j)
+        score = num.dot(alpha, row)
+        margin = label * score
+        if record_scores:
+            scores.append(score)
+        m = (n + 8) * kern.depth + support + 8
+        magnitude = math.fsum(map(operator.mul, size, K.magnitude(j))) if support else 0.0
+        err = model.score_error(m, magnitude)
+        if any(slack):
+            err += 2 * math.fsum(map(operator.mul, slack, K.magnitude(j)))
+        if j == last:   # margin exactly 1: only the mistake test can be close
+            if err and abs(float(margin)) <= err:
+                fragile.append(t)
+        elif model.fragile(margin, threshold, err, thr_err if magnitude else 0.0):
+            fragile.append(t)
+        if margin <= 0:
+            mistakes.append(t)
+        if j != last and margin < threshold:
+            doubt, factor = model.doubtful(vv, row[j], margin, 1, K.magnitude(j)[j], m)
+            if doubt and (not fragile or fragile[-1] != t):
+                fragile.append(t)
+            solution = solve_2norm(vv, row[j], margin, 1, num.exact)
+            if solution is not None:
+                lam, eta, kappa = solution
+                case_ii = eta != 0
+                alpha = [eta * a for a in alpha] if case_ii else [zero] * T
+                alpha[j] += lam * label
+                new_slack = [float(eta) * s for s in slack] if case_ii else [0.0] * T
+                if factor:
+                    new_slack = [s + factor * (a + b) for s, a, b in zip(new_slack, size, slack)]
+                slack = new_slack
+                size = [abs(float(a)) for a in alpha]
+                support = sum(1 for a in alpha if a)
+                vv = lam + eta * vv          # ||w'||^2 = lam r + eta ||v||^2, r = 1
+                model.update(case_ii, kappa, m)
+                updates.append(t)
+                last = j
+                if num.exact:
+                    num.check_size(alpha)
+                if observer:
+                    observer({"t": t, "alpha": list(alpha), "case_ii": case_ii, "w": [
+                        num.dot(alpha, [num(r[d]) for r in rows]) for d in range(n)]})
+    final: dict[str, Any] = {}
+    if kern.is_linear:
+        final["w"] = [num.dot(alpha, [num(r[d]) for r in rows]) for d in range(n)]
+    else:
+        final["alpha"] = alpha
+    params = dict(p, numbers=num.label)
+    trace = Trace(algorithm="romma", form="reference", kernel=kern.spec, params=params,
+                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
+                  final=final, fragile=fragile, scores=scores if record_scores else None)
+    remember_bounds(trace, dual_bounds(model.rho, alpha, rows, kern.is_linear, final, slack))
+    return trace, model.worst_ref
+
+
+def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
+            **params: Any) -> tuple[Trace, list[dict[str, Any]]]:
+    """The reference trace and the state after every update: dicts with t, alpha, w (the
+    primal w = sum_j alpha_j x_j, meaningful for the linear kernel), case_ii."""
+    rows, labels = exact_data(X, y)
+    kern = parse_kernel(kernel)
+    par = PARAMS.resolve(params)
+    states: list[dict[str, Any]] = []
+
+    def run(num: Numbers) -> tuple[Trace, float]:
+        states.clear()
+        return _romma_run(rows, labels, check_epochs(epochs), kern, par, num, True,
+                          states.append)
+
+    return run_modes(par["numbers"], kern.is_rational, epochs * len(rows), run), states
+
+
+def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """How far a float64 form's final w (or alpha) may lie from the exact one.
+
+    For a trace this process computed, the bounds the run derived: w_d = sum_i alpha_i x_id
+    with every coefficient off by at most rho |alpha_i| (ErrorModel, the final rho), then
+    T + 8 roundings: 2 rho M_d + gamma_{T+8} M_d, M_d = sum_i |alpha_i x_id|; alpha_i:
+    2 rho |alpha_i| + a rounding.  For any other trace (read from a file) the coefficients
+    behind w are unknown: rho = FALLBACK_RHO and M_d = |w_d| + ||w||_2 max_i |x_id| T.
+    """
+    known = known_bounds(trace)
+    if known is not None:
+        return known
+    rows = [[abs(float(v)) for v in row] for row in
+            (X.toarray() if hasattr(X, "toarray") else X).tolist()]
+    out: dict[str, Any] = {}
+    if "alpha" in trace.final:
+        out["final.alpha"] = [bound(FALLBACK_RHO, abs(float(a)), 2, a)
+                              for a in trace.final["alpha"]]
+    if "w" in trace.final:
+        w = trace.final["w"]
+        norm = math.sqrt(sum(float(v) ** 2 for v in w))
+        out["final.w"] = [bound(FALLBACK_RHO, abs(float(v)) + norm * len(rows)
+                                * max(r[d] for r in rows), len(rows) + 8, v)
+                          for d, v in enumerate(w)]
+    return out

@@ -1,0 +1,294 @@
+"""ROMMA and PUMMA: the decisions of SPEC.md ("romma and pumma"), the guarantees of
+``properties/romma_pumma.py`` on hypothesis-generated data, and the planted bugs of
+``tests/wrong_romma_pumma.py`` that the guarantees must catch."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
+
+from perceptron_oracle.errors import ParamError
+from perceptron_oracle.numbers import to_fraction
+from perceptron_oracle.properties import romma_pumma as inv
+from perceptron_oracle.reference.pumma import pumma
+from perceptron_oracle.reference.romma import romma
+
+import wrong_romma_pumma as wrong
+
+F = Fraction
+
+
+# -- data --------------------------------------------------------------------------------------
+
+@st.composite
+def small_separable(draw, max_T=7, max_n=3, bias=True):
+    """Small integer points labelled by an integer hyperplane (u, b), no point on it, both
+    labels present; returns (X, y, u, b) with (u, b) scaled to functional margin 1."""
+    n = draw(st.integers(1, max_n), label="n")
+    T = draw(st.integers(2, max_T), label="T")
+    u = draw(st.lists(st.integers(-2, 2), min_size=n, max_size=n), label="u")
+    assume(any(u))
+    b = F(draw(st.integers(-4, 4), label="2b"), 2) if bias else F(0)
+    pts = draw(st.lists(st.lists(st.integers(-3, 3), min_size=n, max_size=n),
+                        min_size=T, max_size=T), label="X")
+    scores = [sum(a * c for a, c in zip(u, x)) + b for x in pts]
+    assume(all(s != 0 for s in scores))
+    y = [1 if s > 0 else -1 for s in scores]
+    assume(not bias or len(set(y)) == 2)
+    scale = min(abs(s) for s in scores)
+    return (np.array(pts, dtype=float), np.array(y), [F(a) / scale for a in u], b / scale)
+
+
+def _fixed_sets(count=30, seed=0, T=6, n=2):
+    """Deterministic separable small-integer sets for the mutation tests."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < count:
+        u = rng.integers(-2, 3, size=n)
+        b = F(int(rng.integers(-3, 4)), 2)
+        X = rng.integers(-3, 4, size=(T, n))
+        s = [F(int(v)) + b for v in X @ u]
+        if not any(u) or any(v == 0 for v in s) or len({v > 0 for v in s}) < 2:
+            continue
+        out.append((X.astype(float), np.array([1 if v > 0 else -1 for v in s])))
+    return out
+
+
+# -- SPEC: start-up, first trial, infeasible problems, parameters -------------------------------
+
+def test_pumma_start_up_scores_and_updates():
+    X = np.array([[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0], [0.0, 3.0]])
+    y = np.array([-1, -1, 1, 1])
+    tr = pumma(X, y, record_scores=True)
+    # no positive yet: score -1 (trial 0 stores the first negative: an update, no mistake;
+    # trial 1 is another negative: correct, margin 1, not stored); trial 2 completes the pair
+    assert tr.scores[:3] == [-1, -1, -1]
+    assert tr.updates[:2] == [0, 2] and tr.mistakes[0] == 2
+    assert tr.final["pos"] in (2, 3) and tr.final["neg"] in (0, 1)
+
+
+def test_pumma_positive_first_then_plus_one_until_a_negative():
+    X = np.array([[1.0], [2.0], [-1.0]])
+    tr = pumma(X, np.array([1, 1, -1]), record_scores=True)
+    assert tr.scores[:3] == [-1, 1, 1]
+    assert tr.mistakes == [0, 2] and tr.updates == [0, 2]
+
+
+def test_pumma_one_class_only_makes_one_update():
+    tr = pumma(np.array([[1.0], [2.0]]), np.array([-1, -1]), epochs=3)
+    assert tr.updates == [0] and tr.mistakes == []
+    assert tr.final == {"w": [0], "b": -1, "pos": None, "neg": 0}
+
+
+def test_pumma_identical_opposite_pair_is_infeasible_not_an_update():
+    tr = pumma(np.array([[1.0], [1.0], [2.0]]), np.array([1, -1, -1]))
+    assert tr.updates == [0, 2] and tr.final["neg"] == 2
+    soft = pumma(np.array([[1.0], [1.0]]), np.array([1, -1]), C=1)   # feasible with slacks
+    assert soft.updates == [0, 1]
+
+
+def test_romma_first_trial_and_zero_instance():
+    tr = romma(np.array([[2.0, 0.0], [0.0, 0.0]]), np.array([1, -1]), record_scores=True)
+    assert tr.scores[0] == 0 and tr.mistakes == [0, 1] and tr.updates == [0]
+    assert tr.final["w"] == [F(1, 2), 0]          # y x / ||x||^2
+
+
+def test_last_example_and_pair_members_are_not_retested():
+    """Their margin is exactly 1 (tight constraints): with delta = 0 they never update and
+    are not fragile; a duplicate of them under another index is fragile."""
+    X = np.array([[0.3, 0.1], [-0.2, 0.7], [0.3, 0.1]])
+    tr = pumma(X, np.array([1, -1, 1]), epochs=2, record_scores=True)
+    assert 3 not in tr.updates and 4 not in tr.updates and 3 not in tr.fragile
+    assert tr.scores[3] + 0 == 1 and tr.scores[4] == -1   # Lemma 4, exact
+
+
+def test_final_layouts():
+    X = np.array([[1.0, 0.5], [-1.0, 0.2], [0.3, 1.0]])
+    y = np.array([1, -1, 1])
+    assert set(romma(X, y).final) == {"w"}
+    assert set(romma(X, y, kernel="poly:degree=2,coef0=1,gamma=1").final) == {"alpha"}
+    assert set(pumma(X, y).final) == {"w", "b", "pos", "neg"}
+    assert set(pumma(X, y, C=1, kernel="rbf:gamma=1").final) == {"alpha", "b", "pos", "neg",
+                                                                 "xi"}
+    assert set(pumma(X, y, p=3, C=2).final) == {"w", "b", "pos", "neg", "xi"}
+
+
+@pytest.mark.parametrize("call,needle", [
+    (lambda X, y: pumma(X, y, p=F(3, 2)), "p"),
+    (lambda X, y: pumma(X, y, delta=1), "delta"),
+    (lambda X, y: romma(X, y, delta=-F(1, 10)), "delta"),
+    (lambda X, y: pumma(X, y, C=0), "C"),
+    (lambda X, y: pumma(X, y, p=3, kernel="rbf:gamma=1"), "p > 2"),
+    (lambda X, y: romma(X, y, kernel="rbf:gamma=1", numbers="fraction"), "numbers"),
+    (lambda X, y: pumma(X, y, numbers="mpmath:12"), "numbers"),
+])
+def test_bad_parameters_are_named(call, needle):
+    with pytest.raises(ParamError, match=needle):
+        call(np.array([[1.0], [-1.0]]), np.array([1, -1]))
+
+
+# -- numbers: Fraction and mpmath agree; auto switches on long runs ---------------------------
+
+def test_modes_agree_and_are_recorded():
+    rng = np.random.default_rng(3)
+    X, y = rng.uniform(-1, 1, (8, 3)), np.where(rng.random(8) < 0.5, 1, -1)
+    for f in (romma, pumma):
+        exact = f(X, y, epochs=2, numbers="fraction")
+        approx = f(X, y, epochs=2, numbers="mpmath:200")
+        assert exact.params["numbers"] == "fraction"
+        assert approx.params["numbers"] == "mpmath:200"
+        assert (exact.updates, exact.mistakes) == (approx.updates, approx.mistakes)
+        for a, b in zip(exact.final["w"], approx.final["w"]):
+            assert abs(a - to_fraction(b)) <= F(1, 2**150) * (1 + abs(a))
+
+
+def test_auto_leaves_fraction_when_numbers_grow():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 5)), np.where(rng.random(30) < 0.5, 1, -1)
+    tr = pumma(X, y, epochs=3)
+    assert tr.params["numbers"].startswith("mpmath:")
+    again = pumma(X, y, epochs=3, numbers=tr.params["numbers"])    # reproducible from params
+    assert again.updates == tr.updates and again.final == tr.final
+
+
+# -- the guarantees (properties/romma_pumma.py) -------------------------------------------------
+
+@settings(max_examples=100)
+@given(data=small_separable(), delta=st.sampled_from([F(1, 4), F(1, 2)]))
+def test_theorem3_margin_against_the_exact_optimum(data, delta):
+    X, y, _, _ = data
+    opt = inv.optimum_2norm(X, y)
+    assert opt is not None, "separable data without an exact optimum: the solver is wrong"
+    result = inv.check_theorem3(X, y, u_norm2=opt[2], delta=delta, max_epochs=25)
+    assume(result is not None)   # no clean epoch within 25 epochs (allowed by the bound)
+    event(f"updates: {len(result.updates)}")
+
+
+@settings(max_examples=30)
+@given(data=small_separable(bias=False), delta=st.sampled_from([F(1, 4), F(1, 2)]))
+def test_theorem3_for_romma_homogeneous(data, delta):
+    X, y, _, _ = data
+    opt = inv.optimum_2norm(X, y, bias=False)
+    assert opt is not None
+    assume(inv.check_theorem3(X, y, u_norm2=opt[2], delta=delta, max_epochs=25,
+                              algorithm="romma") is not None)
+
+
+@settings(max_examples=15)
+@given(data=small_separable(max_T=5), delta=st.just(F(1, 2)))
+def test_theorem3_p3_against_the_generators_margin(data, delta):
+    X, y, u, b = data
+    norm2 = inv._norm2(u, F(3, 2))               # ||u||_q^2, q = 3/2
+    assume(inv.check_theorem3(X, y, u_norm2=inv._fr(norm2), p=3, delta=delta,
+                              max_epochs=8) is not None)
+
+
+@settings(max_examples=30)
+@given(data=small_separable(), p=st.sampled_from([F(2), F(2), F(3)]),
+       C=st.sampled_from([None, None, F(1), F(1, 4)]), epochs=st.integers(1, 3))
+def test_lemma4_after_every_update(data, p, C, epochs):
+    X, y, _, _ = data
+    inv.check_lemma4(X, y, epochs=epochs, p=p, C=C)
+
+
+@settings(max_examples=30)
+@given(data=small_separable(), epochs=st.integers(1, 3),
+       delta=st.sampled_from([F(0), F(1, 10)]))
+def test_theorem2_pumma_is_romma_on_half_differences(data, epochs, delta):
+    X, y, _, _ = data
+    inv.check_theorem2(X, y, epochs=epochs, delta=delta)
+
+
+@settings(max_examples=30)
+@given(data=small_separable(), p=st.sampled_from([F(2), F(3)]), epochs=st.integers(1, 3))
+def test_lemma5_and_lemma6(data, p, epochs):
+    X, y, u, b = data
+    if p == 2:   # the best (u, b): the exact optimum, scaled to functional margin 1
+        u, b, _ = inv.optimum_2norm(X, y)
+    inv.check_lemma5(X, y, u, b, epochs=epochs, p=p)
+    inv.check_lemma6(X, y, epochs=epochs, p=p)
+
+
+@settings(max_examples=20)
+@given(data=small_separable(), epochs=st.integers(1, 3))
+def test_romma_tight_constraint_and_gain(data, epochs):
+    X, y, _, _ = data
+    inv.check_romma_lemma6(X, y, epochs=epochs)
+
+
+@settings(max_examples=25)
+@given(data=small_separable(), C=st.sampled_from([F(1), F(4), F(1, 4)]),
+       epochs=st.integers(1, 3), delta=st.sampled_from([F(0), F(1, 4)]))
+def test_soft_margin_is_hard_margin_on_augmented_examples(data, C, epochs, delta):
+    X, y, _, _ = data
+    y = y.copy()
+    y[0] = -y[0]                       # make it inseparable now and then: slacks matter
+    inv.check_soft_equals_augmented(X, y, C=C, epochs=epochs, delta=delta)
+
+
+# -- the planted bugs are caught ----------------------------------------------------------------
+
+def _caught(mutation, check, sets, **kw):
+    found = 0
+    with wrong.planted(mutation):
+        for X, y in sets:
+            try:
+                check(X, y, **kw)
+            except (inv.InvariantViolation, ArithmeticError, ZeroDivisionError):
+                found += 1
+    return found
+
+
+def _theorem3(X, y, p=2, delta=F(1, 4)):
+    opt = inv.optimum_2norm(X, y)
+    u2 = opt[2] if p == 2 else None
+    return inv.check_theorem3(X, y, u_norm2=u2, p=p, delta=delta, max_epochs=20)
+
+
+SETS = _fixed_sets(12)
+
+
+def test_the_reference_passes_the_checks_used_below():
+    for X, y in SETS:
+        _theorem3(X, y)
+        inv.check_lemma4(X, y, p=3)
+        inv.check_theorem2(X, y)
+        inv.check_soft_equals_augmented(X, y, C=F(1))
+
+
+@pytest.mark.parametrize("mutation", ["bias_from_pos", "case_ii_skipped"])
+def test_theorem3_check_catches(mutation):
+    assert _caught(mutation, _theorem3, SETS) > 0, wrong.MUTATIONS[mutation]
+
+
+def test_lemma4_catches_newton_stopped_after_one_step():
+    assert _caught("newton_one_step", lambda X, y: inv.check_lemma4(X, y, p=3), SETS) > 0
+
+
+@pytest.mark.parametrize("mutation,check", [
+    ("lambda_sign", lambda X, y: inv.check_lemma4(X, y)),
+    ("rhs_one", lambda X, y: inv.check_theorem2(X, y)),
+    ("slack_ignored", lambda X, y: inv.check_soft_equals_augmented(X, y, C=F(1))),
+    ("bias_from_pos", lambda X, y: inv.check_lemma4(X, y)),
+    ("case_ii_skipped", lambda X, y: inv.check_lemma6(X, y, epochs=3)),
+])
+def test_other_checks_catch(mutation, check):
+    assert _caught(mutation, check, SETS) > 0, wrong.MUTATIONS[mutation]
+
+
+def test_every_mutation_is_callable_and_differs_from_the_reference():
+    for name in wrong.MUTATIONS:
+        algorithm = "romma" if name == "lambda_sign" else "pumma"
+        params = {"p": 3} if name == "newton_one_step" else (
+            {"C": 1} if name == "slack_ignored" else {})
+        differs = 0
+        for X, y in SETS[:6]:
+            got = getattr(wrong, name or "correct")(algorithm, X, y, epochs=3,
+                                                    kernel="linear", params=params)
+            ref = (romma if algorithm == "romma" else pumma)(X, y, epochs=3, **params)
+            differs += not (got.updates == ref.updates and got.final == ref.final)
+        assert (differs > 0) == (name != ""), name

@@ -1,0 +1,267 @@
+"""The fast ROMMA and PUMMA forms beyond the differential suite: bad input, the soft margin by
+example identity across epochs, long runs, the p > 2 Newton solver, and section 5.1's finding
+at a size CI affords (SPEC.md, "romma / pumma", fast forms)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perceptron_oracle.compare import compare
+from perceptron_oracle.datasets import separable
+from perceptron_oracle.errors import DataError, ParamError
+from perceptron_oracle.experiments import pumma as experiment
+from perceptron_oracle.fast import pumma as fast_pumma
+from perceptron_oracle.fast import romma as fast_romma
+from perceptron_oracle.reference.pumma import NEWTON_TOLERANCE
+from perceptron_oracle.reference.pumma import pumma as reference_pumma
+from perceptron_oracle.reference.romma import romma as reference_romma
+
+FORMS = [(fast_romma, "primal"), (fast_romma, "dual"), (fast_pumma, "primal"),
+         (fast_pumma, "dual")]
+
+
+def _noisy(T: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (T, n))
+    u = rng.standard_normal(n)
+    y = np.where(X @ u + 0.3 > 0, 1, -1)
+    flip = rng.random(T) < 0.1
+    return X, np.where(flip, -y, y).astype(np.int64)
+
+
+# -- bad input ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("module,form", FORMS)
+def test_bad_input_fails_with_the_right_error(module, form):
+    run = getattr(module, form)
+    X, y = _noisy(10, 3, 0)
+    with pytest.raises(DataError, match="label"):
+        run(X, np.where(y > 0, 1, 0))
+    with pytest.raises(DataError, match="NaN"):
+        run(np.where(np.eye(10, 3) > 0, np.nan, X), y)
+    with pytest.raises(DataError, match="rows"):
+        run(X[:5], y)
+    with pytest.raises(ParamError, match="delta"):
+        run(X, y, delta=1)
+    with pytest.raises(ParamError, match="delta"):
+        run(X, y, delta="-1/10")
+    with pytest.raises(ParamError, match="epochs"):
+        run(X, y, epochs=0)
+    if form == "primal":
+        with pytest.raises(ParamError, match="linear kernel"):
+            run(X, y, kernel="rbf:gamma=1")
+
+
+def test_pumma_parameter_errors():
+    X, y = _noisy(10, 3, 1)
+    with pytest.raises(ParamError, match="p = 2"):
+        fast_pumma.dual(X, y, p=3)
+    with pytest.raises(ParamError, match="parameter p"):
+        fast_pumma.primal(X, y, p="3/2")
+    with pytest.raises(ParamError, match="parameter C"):
+        fast_pumma.primal(X, y, C=0)
+    assert fast_pumma.primal(X, y, C="none").final.get("xi") is None
+
+
+# -- the soft margin: hard margin on the augmented examples, by example index ---------------
+
+def _augmented(X: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
+    """x~_j = (x_j, y_j e_j / sqrt(C)): one extra coordinate per example INDEX."""
+    return np.hstack([X, np.diag(y / math.sqrt(C))])
+
+
+@pytest.mark.parametrize("form", ["primal", "dual"])
+def test_soft_margin_is_the_hard_margin_on_augmented_examples(form):
+    X, y = _noisy(40, 4, 2)
+    X[20:] = X[:20]                        # the same points again, at other indices
+    y[20:] = -y[:20]                       # ... with the opposite labels: not separable
+    C = 4.0
+    run = getattr(fast_pumma, form)
+    soft = run(X, y, C=C, delta="1/10", epochs=3)
+    hard = run(_augmented(X, y, C), y, delta="1/10", epochs=3)
+    assert soft.updates == hard.updates and len(soft.updates) > 40
+    assert np.allclose(soft.final["w"], hard.final["w"][:4], rtol=1e-9, atol=1e-12)
+    # the augmented weight's coordinate j is sqrt(C) xi_j
+    xi = np.array(hard.final["w"][4:]) / math.sqrt(C)
+    assert np.allclose(soft.final["xi"], xi, rtol=1e-9, atol=1e-12)
+    # without the soft margin each such pair x_pos = x_neg is infeasible: no update there
+    assert len(run(X, y, delta="1/10", epochs=3).updates) < len(soft.updates)
+
+
+def test_soft_margin_slack_follows_the_example_not_the_trial():
+    """Across epochs, trial t's slack is example t mod T's: a form that keyed it by trial
+    would lose it in the second epoch and update again where the reference does not."""
+    X, y = _noisy(25, 3, 3)
+    for form in ("primal", "dual"):
+        expected = reference_pumma(X, y, C="1", delta="1/10", epochs=3, record_scores=True)
+        actual = getattr(fast_pumma, form)(X, y, C="1", delta="1/10", epochs=3)
+        assert compare(expected, actual, X).ok
+        assert any(t >= 25 for t in expected.updates)
+
+
+# -- long runs ------------------------------------------------------------------------------
+
+def test_primal_and_dual_agree_on_a_long_run():
+    """Separable data (on noisy data the case-(ii) systems grow ill-conditioned and two
+    float64 forms part at a near tie after some hundred updates, as they may)."""
+    data = separable(1500, 10, 0.02, seed=4)
+    X, y = data.X, data.y
+    for module, params in ((fast_romma, {}), (fast_pumma, {"C": "1"})):
+        primal = module.primal(X, y, epochs=4, delta="1/10", **params)
+        dual = module.dual(X, y, epochs=4, delta="1/10", **params)
+        assert primal.updates == dual.updates and len(primal.updates) > 200
+        assert primal.mistakes == dual.mistakes
+        assert np.allclose(primal.final["w"], dual.final["w"], rtol=1e-8, atol=1e-10)
+
+
+def test_long_run_matches_the_reference():
+    """Beyond Fraction's reach (PITFALLS.md): the reference's mpmath mode, 150 trials."""
+    X, y = _noisy(50, 3, 5)
+    for module, reference in ((fast_romma, reference_romma), (fast_pumma, reference_pumma)):
+        expected = reference(X, y, epochs=3, delta="1/10", record_scores=True)
+        for form in ("primal", "dual"):
+            result = compare(expected, getattr(module, form)(X, y, epochs=3, delta="1/10"), X)
+            assert result.ok, result.describe()
+
+
+# -- p > 2: the Newton solver ---------------------------------------------------------------
+
+def _pair_residuals(X, y, p, C=None):
+    """|y_e (w.x_e + b) + xi_e - 1| for the pair after every update (Lemma 4: 0 exactly)."""
+    model, _, Xv, yv, _ = fast_pumma.setup("primal", X, y, 1, "linear",
+                                           dict(p=p, delta="1/10", C=C))
+    residuals = []
+    original = model.apply
+
+    def apply(j, solution):
+        original(j, solution)
+        if model.started:  # space.dot is the augmented w~.x~_e = w.x_e + y_e xi_e
+            residuals.extend(abs(yv[e] * (model.space.dot(e) + model.b) - 1)
+                             for e in (model.pos, model.neg))
+    model.apply = apply
+    fast_pumma.run_blocks(model, yv, 2)
+    return residuals
+
+
+@pytest.mark.parametrize("C", [None, "1"])
+def test_newton_meets_the_tolerance_the_fragile_rule_allows(C):
+    data = experiment.r_of_k(200, 30, 8, 2, seed=6)
+    residuals = _pair_residuals(data.X, data.y, 2 * math.log(30), C)
+    assert len(residuals) > 20
+    assert max(residuals) <= NEWTON_TOLERANCE
+
+
+def test_newton_stopped_after_one_step_is_caught(monkeypatch):
+    data = experiment.r_of_k(200, 30, 8, 2, seed=6)
+    monkeypatch.setattr(fast_pumma, "NEWTON_MAX_STEPS", 1)
+    assert max(_pair_residuals(data.X, data.y, 2 * math.log(30))) > NEWTON_TOLERANCE
+
+
+def test_p_above_2_matches_the_reference_on_integer_data_with_exact_case_ties():
+    """Integer data gives exact ties in the case test; f maps a zero coordinate of w to a
+    zero of theta but a tiny one to a large one (|w_i|^(q-1)), so the tie must go to case
+    (i) as in exact arithmetic (fast.pumma.CASE_TIE)."""
+    X = np.array([[0, -2, 0, 0], [0, -2, 2, -2], [-2, -1, 0, -2], [0, -1, 0, -2],
+                  [0, 1, 0, -1], [0, 2, 1, -2], [-1, 1, 1, -2], [1, -2, -2, 1],
+                  [-1, 1, 2, -1], [2, 0, 2, 1]], dtype=float)
+    y = np.array([-1, -1, 1, 1, 1, -1, -1, 1, 1, 1])
+    expected = reference_pumma(X, y, p="9.21034", delta="1/10", epochs=2, record_scores=True)
+    result = compare(expected, fast_pumma.primal(X, y, p="9.21034", delta="1/10", epochs=2),
+                     X)
+    assert result.ok, result.describe()
+
+
+@pytest.mark.parametrize("p", [4, "5/2"])
+def test_p_above_2_newton_starts_where_the_hessian_is_singular(p):
+    """Pair (x_1, x_0) gives theta = (0, t); the next z = (-2, 0) has the other support, so
+    at Newton's start (0, 1) the Hessian of the dual is singular (f^-1 is flat at 0)."""
+    X = np.array([[-2, -1], [-2, -2], [2, 0], [0, 1], [2, 0], [0, -2], [0, -2], [1, 2],
+                  [2, -2], [2, -2], [1, 2], [2, -2]], dtype=float)
+    y = np.array([-1, 1, -1, -1, -1, -1, 1, -1, -1, -1, 1, 1])
+    expected = reference_pumma(X, y, p=p, delta="1/10", epochs=2, record_scores=True)
+    assert 5 in expected.updates
+    result = compare(expected, fast_pumma.primal(X, y, p=p, delta="1/10", epochs=2), X)
+    assert result.ok, result.describe()
+
+
+def test_nearly_equal_pair_is_not_taken_for_x_pos_equal_x_neg():
+    """z = x_pos - x_neg of size 1e-8 is a feasible pair: the primal forms z itself rather
+    than k(p,p) + k(n,n) - 2 k(p,n), which cancels to below its rounding."""
+    X = np.array([[0.5635710241696787, 0.13030790121999866],
+                  [-0.3653463184636186, -0.1303079288399478],
+                  [0.4299464719175512, 0.13030791991490323],
+                  [0.4029844499119395, 0.47387383481238854],
+                  [-0.22346774238960987, 0.8201841263186456],
+                  [-0.959315602009897, -0.1303078458528789],
+                  [-1.8230894526595902e-08, -0.1303079800670785],
+                  [-0.9437231250874198, -0.16936715271645642],
+                  [0.43630311369740205, -0.8353833434298799],
+                  [2.7372416524728565e-74, -0.19331595655321343],
+                  [-8.879522208169743e-09, -0.13030798000023952]])
+    y = np.array([-1, 1, -1, -1, 1, 1, -1, 1, 1, 1, 1])
+    expected = reference_pumma(X, y, delta="1/4", record_scores=True)
+    assert 10 in expected.updates
+    result = compare(expected, fast_pumma.primal(X, y, delta="1/4"), X)
+    assert result.ok, result.describe()
+
+
+# -- section 5.1 at a size CI affords -------------------------------------------------------
+
+def test_r_of_k_data_is_balanced_and_labelled_by_the_threshold_function():
+    data = experiment.r_of_k(400, 40, 16, 1, seed=7)
+    assert abs(int(np.sum(data.y > 0)) - 200) < 60
+    relevant = data.X[:, data.relevant]
+    assert np.all((np.sum(relevant > 0, axis=1) >= 1) == (data.y > 0))
+    assert data.bias == 15
+
+
+def test_pumma_needs_fewer_updates_than_romma_with_augmentation_at_large_bias():
+    """The paper's finding (section 5.1), and Theorem 3's margin on the way."""
+    rows = experiment.experiment(n_examples=300, n=40, k=16, rs=(1,), ps=("2",), runs=1,
+                                 seed=3)
+    by = {row["algorithm"]: row for row in rows}
+    assert by["pumma"]["converged"] and by["romma+aug"]["converged"]
+    assert by["pumma"]["updates"] < 0.8 * by["romma+aug"]["updates"]
+    # converged: every example has y (w.x + b) >= 1 - delta, so the margin is at least
+    # (1 - delta) / ||w||_q >= (1 - delta) times the generator's margin (Lemma 5)
+    assert by["pumma"]["margin"] >= 0.9 * by["pumma"]["target_margin"]
+
+
+@pytest.mark.parametrize("module,form", FORMS)
+def test_csr_input_gives_the_dense_run(module, form):
+    import scipy.sparse as sp
+
+    X, y = _noisy(120, 8, 8)
+    X[np.abs(X) < 0.5] = 0.0
+    params = {"C": "1"} if module is fast_pumma else {}
+    dense = getattr(module, form)(X, y, epochs=2, delta="1/10", **params)
+    sparse = getattr(module, form)(sp.csr_matrix(X), y, epochs=2, delta="1/10", **params)
+    assert dense.updates == sparse.updates and dense.mistakes == sparse.mistakes
+    assert np.allclose(dense.final["w"], sparse.final["w"], rtol=1e-9, atol=1e-12)
+
+
+def test_near_parallel_pair_is_feasible():
+    """z = (0, 0.116) against theta ~ (5e-10, -0.063): sin^2 of their angle ~ 6e-17 is below
+    what ||z||^2 ||theta||^2 - (z.theta)^2 resolves in float64; the residual form of the
+    determinant (fast.romma.step2) resolves it, and the update happens as in exact
+    arithmetic."""
+    X = np.array([[0.813845757258564, 0.0], [-0.5000000000386606, 1.1773123518303916e-45],
+                  [-0.5000000005, 0.264102288658999], [0.5000000004, 0.20049954391052016],
+                  [-0.5, -0.010743283396344117], [0.5000000005, -0.1397673606518104],
+                  [-0.6881023163482678, -0.9632775429237537],
+                  [-0.5000000001385676, 0.3275358208090944], [-1.0, -0.7921256282178732],
+                  [0.5000000002260254, 0.214572952242561],
+                  [-0.6796688095496117, 0.021021242029547027], [-0.5, 2.7051211369381043e-272],
+                  [-0.5000000005, 0.06284109952448058],
+                  [0.5000000004960572, -0.13376384276685171],
+                  [-0.5000000005, 0.8274651057845159], [-0.5000000003092988, 1e-09],
+                  [0.9495672279385667, 0.7473778084508775],
+                  [-0.5000000005, 0.1791191753066761]])
+    y = np.array([-1, 1, -1, -1, 1, 1, 1, -1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1])
+    expected = reference_pumma(X, y, p=3, delta="1/4", record_scores=True)
+    assert 17 in expected.updates
+    result = compare(expected, fast_pumma.primal(X, y, p=3, delta="1/4"), X)
+    assert result.ok, result.describe()
