@@ -27,7 +27,7 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..reference._common import check_epochs
-from ..reference.pumma import PARAMS
+from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, _FloatOps, newton_dual
 from ..trace import Trace
 from ._driver import run_blocks
 from .romma import RESIDUAL_SINGULAR, SINGULAR, DualSpace, Guarded, PrimalSpace, make_space, pair_products, step2
@@ -152,10 +152,10 @@ class PNormSpace(PrimalSpace):
                 x, value = warm, warm_value
         for _ in range(NEWTON_MAX_STEPS):
             m, s = _scaled(x @ A)
-            if m == 0.0:
-                return None
             a = np.abs(s)
-            N = float(np.sum(a ** p)) ** (1.0 / p)
+            # phi = 0 (w = 0, the soft margin's slacks carry the constraints; the exact
+            # optimum can be there): f^-1 and its Jacobian vanish, as in the reference
+            N = float(np.sum(a ** p)) ** (1.0 / p) if m > 0.0 else 1.0
             Fs = np.sign(s) * a ** (p - 1) / N ** (p - 2)      # f^{-1}(phi / m)
             grad = rhs - m * (A @ Fs) - S @ x
             d = (p - 1) * a ** (p - 2) / N ** (p - 2)
@@ -189,7 +189,27 @@ class PNormSpace(PrimalSpace):
             if (moved[0] <= NEWTON_STOP * abs(x[0])
                     and moved[1] <= NEWTON_STOP * max(abs(x[1]), 1.0)):
                 break
+        if self._residual(x, A, S, rhs) > NEWTON_TOLERANCE:
+            # the loop above stopped short of the KKT point (a failed line search or a
+            # flat stretch; seen on small-integer data with p = 5/2, residual ~1): finish
+            # with the reference's damped Newton on the residual rule, in float64
+            soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
+            start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
+            try:
+                lam, eta = newton_dual(_FloatOps(), z.tolist(), self.theta.tolist(), target,
+                                       p, soft, start, NEWTON_TOLERANCE)
+                x = np.array([lam, eta])
+            except (ArithmeticError, ValueError):
+                pass
         return float(x[0]), float(x[1]), x @ A
+
+    def _residual(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
+                  ) -> float:
+        """The KKT residual of (17), |2 - w.z| / 2 + |vv - w.th| / vv (with the soft
+        margin's terms), the reference's stopping rule."""
+        w = f_inverse(x @ A, self.p)
+        grad = rhs - A @ w - S @ x
+        return abs(float(grad[0])) / 2 + abs(float(grad[1])) / float(rhs[1])
 
 
 class _Pumma(Guarded):

@@ -68,6 +68,9 @@ def _build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--golden", default=None, metavar="DIR")
     verify.add_argument("--algorithm", action="append", default=None,
                         help="only the cases of this algorithm (repeatable)")
+    verify.add_argument("--kernel", action="append", default=None,
+                        help="only the cases with this kernel family: linear, poly, rbf "
+                             "(repeatable)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")
     return parser
 
@@ -191,6 +194,8 @@ def _verify(args: argparse.Namespace) -> int:
     cases = golden.load(_golden_dir(args))
     if args.algorithm:
         cases = [c for c in cases if c.algorithm in args.algorithm]
+    if args.kernel:
+        cases = [c for c in cases if c.kernel.partition(":")[0] in args.kernel]
     if args.impl:
         impl = verify.load_callable(args.impl)
         results = verify.verify(cases, lambda c: verify.run_external(c, impl),

@@ -34,6 +34,7 @@ import numpy as np
 
 from . import __version__
 from .errors import OracleInputError
+from .numbers import to_fraction
 from .registry import get
 from .trace import Trace, decode_value, encode_value
 
@@ -89,8 +90,9 @@ COMMON_NOTES: dict[str, dict[str, str]] = {
             "a trial after the first update has a score of exactly 0: it is a mistake "
             "(and, for mistake-driven algorithms, an update)"},
     "margin-band": {"bugType": "EDGE_CASE", "description":
-                    "a trial has y * score exactly equal to the update threshold (tau): "
-                    "it updates"},
+                    "a trial has y * score exactly equal to the update threshold: it "
+                    "updates where the rule is y * score <= tau (the Perceptron's margin), "
+                    "and does not where it is y * score < 1 - delta (ROMMA, PUMMA)"},
     "fragile": {"bugType": "FLOAT_ROUNDING", "description":
                 "some trial's exact score lies within float64 rounding distance of a "
                 "threshold (listed in expected.fragile): a float64 implementation may take "
@@ -109,6 +111,9 @@ COMMON_NOTES: dict[str, dict[str, str]] = {
 #: Case families: module paths of functions returning FileSpecs (one file each).
 FAMILIES: dict[str, str] = {
     "perceptron": "perceptron_oracle.golden_cases:perceptron_file",
+    "higher_order": "perceptron_oracle.golden_cases:higher_order_file",
+    "second_order": "perceptron_oracle.golden_cases:second_order_file",
+    "romma_pumma": "perceptron_oracle.golden_cases:romma_pumma_file",
 }
 
 
@@ -144,7 +149,7 @@ def _case_document(case_id: int, group: GroupSpec, spec: CaseSpec) -> dict[str, 
             "fragile": trace.fragile or [],
             "final": encode_value(trace.final),
             "final_float": _floats(trace.final),
-            "final_tolerance": tolerance,
+            "final_tolerance": _floats(tolerance),
         },
     }
 
@@ -155,10 +160,16 @@ def _observed_flags(trace: Trace, group: GroupSpec, y: np.ndarray) -> Iterator[s
     first = trace.updates[0] if trace.updates else len(scores)
     if any(s == 0 for s in scores[first + 1:]):
         yield "tie"
-    tau = Fraction(group.params.get("tau", 0))
     T = trace.n_examples
-    if tau and any(int(y[t % T]) * scores[t] == tau for t in trace.updates):
-        yield "margin-band"
+    if group.algorithm in ("romma", "pumma"):   # update iff y score < 1 - delta
+        band = 1 - Fraction(group.params.get("delta", 0))
+        if any(s is not None and int(y[t % T]) * to_fraction(s) == band
+               for t, s in enumerate(scores)):
+            yield "margin-band"
+    else:                                        # update iff y score <= tau
+        tau = Fraction(group.params.get("tau", 0))
+        if tau and any(int(y[t % T]) * scores[t] == tau for t in trace.updates):
+            yield "margin-band"
     if trace.fragile:
         yield "fragile"
     if T * trace.epochs >= 1000 or len(trace.updates) >= 200:
@@ -175,9 +186,9 @@ def _floats(value: Any) -> Any:
         return {k: _floats(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_floats(v) for v in value]
-    if isinstance(value, Fraction):
-        return float(value)
-    return value
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    return float(value)  # Fraction, mpf, numpy scalars: the nearest double
 
 
 def build_document(spec: FileSpec) -> dict[str, Any]:

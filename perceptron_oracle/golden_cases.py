@@ -108,3 +108,169 @@ def perceptron_file() -> FileSpec:
                 "Every case: the reference's mistakes, updates and final state (last, "
                 "votes, longest survivor, averaged) on X exactly as written."],
         groups=groups)
+
+
+def _normalized(cases: list[CaseSpec], p: int | Fraction = 2) -> list[CaseSpec]:
+    """The same cases with every instance scaled to unit p-norm first (float64)."""
+    return [CaseSpec(c.comment + f", unit {p}-norm", preprocessing.normalize(c.X, float(p)),
+                     c.y, c.epochs, c.flags, c.preprocessing + (f"normalize:{p}",))
+            for c in cases]
+
+
+def higher_order_file() -> FileSpec:
+    """HO_p(c) and the p-norm Perceptron (SPEC.md, "higher_order")."""
+    def ho(comment: str, params: dict, cases: list[CaseSpec], kernel: str = "linear"
+           ) -> GroupSpec:
+        return GroupSpec(comment, "higher_order", params, cases, kernel)
+
+    def pnorm(p: int) -> GroupSpec:
+        return GroupSpec(f"the p-norm Perceptron, p = {p}", "pnorm_perceptron", {"p": p},
+                         _normalized(_standard_cases(30 + p)[:3], p))
+
+    groups = [
+        ho("HO_2(2/5), rho_k = c/k, on unit-norm instances (the paper's setting)",
+           {"c": Fraction(2, 5)}, _normalized(_standard_cases(21)) + [
+               CaseSpec("a longer noisy run, 120 x 4, 2 epochs, unit 2-norm",
+                        preprocessing.normalize(_continuous(120, 4, 22, noise=0.05)[0]),
+                        _continuous(120, 4, 22, noise=0.05)[1], epochs=2,
+                        preprocessing=("normalize:2",))]),
+        ho("HO_2(2/5) on instances as given (integers: exact ties, non-unit x)",
+           {"c": Fraction(2, 5)}, _standard_cases(23)),
+        ho("HO_2(0) is the Perceptron", {"c": 0}, _standard_cases(24)[:2]),
+        ho("rho = theorem1, c = 1/2: rho_k = (1 - c)/(1 + |v.x|)",
+           {"c": Fraction(1, 2), "rho": "theorem1"}, _normalized(_standard_cases(25))),
+        ho("rho = constant, c = 1/4 (exact numbers grow fast: short runs)",
+           {"c": Fraction(1, 4), "rho": "constant"}, _normalized(_standard_cases(26)[:2])),
+        ho("the sparse variant: B changes only on mistakes with y v.x >= 0",
+           {"c": Fraction(2, 5), "sparse": True}, _normalized(_standard_cases(27))),
+        ho("HO_3(2/5), the dual-norm version (mpmath)", {"p": 3, "c": Fraction(2, 5)},
+           _normalized(_standard_cases(28)[:3], 3)),
+        ho("HO_4(2/5): p even (the score is rational only while B = I)",
+           {"p": 4, "c": Fraction(2, 5)}, _normalized(_standard_cases(29)[:3], 4)),
+        ho("HO_7(2/5)", {"p": 7, "c": Fraction(2, 5)},
+           _normalized(_standard_cases(30)[:2], 7)),
+        ho("HO_2(2/5) with the polynomial kernel (x.z + 1)^2 (short runs: the exact dual "
+           "coefficients grow fast)", {"c": Fraction(2, 5)},
+           [CaseSpec("separable continuous data, 20 x 2, unit 2-norm",
+                     preprocessing.normalize(_continuous(20, 2, 31)[0]),
+                     _continuous(20, 2, 31)[1], epochs=2, preprocessing=("normalize:2",)),
+            CaseSpec("small integers in -2..2, 15 x 3, as given", *_integers(15, 3, 31),
+                     epochs=2)],
+           kernel="poly:degree=2,coef0=1,gamma=1"),
+        ho("HO_2(2/5) with the Gaussian kernel, gamma = 1/2 (mpmath)", {"c": Fraction(2, 5)},
+           _normalized(_standard_cases(32)[:2]), kernel="rbf:gamma=1/2"),
+        pnorm(2), pnorm(3), pnorm(4), pnorm(7),
+    ]
+    return FileSpec(
+        name="higher_order",
+        header=["The Higher-Order Perceptron HO_p(c) of Brotto, Gentile & Vitale and the "
+                "p-norm Perceptron, SPEC.md section 'higher_order'.",
+                "The algorithms are defined for x as given; cases marked normalize:p were "
+                "scaled to unit p-norm in float64 before the run, and X holds the result."],
+        groups=groups)
+
+
+def second_order_file() -> FileSpec:
+    """The Second-Order Perceptron (SPEC.md, "second_order")."""
+    def sop(comment: str, params: dict, cases: list[CaseSpec], kernel: str = "linear"
+            ) -> GroupSpec:
+        return GroupSpec(comment, "second_order", params, cases, kernel)
+
+    rng = np.random.default_rng(41)
+    base = rng.standard_normal((3, 4))
+    nearly = (rng.integers(-2, 3, size=(30, 3)) @ base
+              + 1e-6 * rng.standard_normal((30, 4)))   # rank 3 up to 1e-6 in R^4
+    nearly_y = np.where(nearly @ rng.standard_normal(4) > 0, 1, -1)
+    groups = [
+        sop("a = 1, the basic form", {"a": 1}, _standard_cases(41)),
+        sop("a = 10 (the slides' simulation values)", {"a": 10}, _standard_cases(42)[:3]),
+        sop("a = 1/10 on nearly dependent instances (rank 3 + 1e-6 noise in R^4)",
+            {"a": Fraction(1, 10)},
+            [CaseSpec("nearly dependent instances, 30 x 4", nearly, nearly_y, epochs=2,
+                      flags=("ill-conditioned",))] + _standard_cases(43)[:1]),
+        sop("adaptive a_k = a k, a = 1/2", {"a": Fraction(1, 2), "a_growth": "linear"},
+            _standard_cases(44)[:3]),
+        sop("the pseudoinverse form: the span of the mistakes grows (rank changes)",
+            {"pseudoinverse": True},
+            _standard_cases(45)[:2] + [
+                CaseSpec("integers in a 2-dimensional subspace of R^3 first, then the rest",
+                         np.vstack([_integers(10, 2, 46)[0] @ np.array([[1.0, 0, 1],
+                                                                        [0, 1.0, -1]]),
+                                    _integers(10, 3, 47)[0]]),
+                         np.concatenate([_integers(10, 2, 46)[1], _integers(10, 3, 47)[1]]),
+                         epochs=2)]),
+        sop("a = 1 with the polynomial kernel (x.z + 1)^2", {"a": 1},
+            _standard_cases(48)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
+        sop("a = 1 with the Gaussian kernel, gamma = 1/2 (mpmath)", {"a": 1},
+            _standard_cases(49)[:2], kernel="rbf:gamma=1/2"),
+    ]
+    return FileSpec(
+        name="second_order",
+        header=["The Second-Order Perceptron of Cesa-Bianchi, Conconi & Gentile, SPEC.md "
+                "section 'second_order': the basic, adaptive and pseudoinverse forms.",
+                "The score recorded is the paper's w_t.x_t (x_t itself inside S_t)."],
+        groups=groups,
+        notes={"ill-conditioned": {"bugType": "NUMERICAL_STABILITY", "description":
+                                   "nearly linearly dependent instances: the matrix "
+                                   "inverted is ill-conditioned"}})
+
+
+def romma_pumma_file() -> FileSpec:
+    """ROMMA and PUMMA_p(delta) (SPEC.md, "romma and pumma")."""
+    def large_bias(T: int, seed: int) -> tuple:
+        """Separable with a large bias: y = sign(u.x - 2) on x in [0, 2]^4."""
+        rng = np.random.default_rng(seed)
+        X = rng.integers(0, 5, size=(T, 4)).astype(float) / 2
+        u = np.array([1.0, 1.0, 0.5, 0.5])
+        X = X[np.abs(X @ u - 2.25) > 0.2]
+        return X, np.where(X @ u > 2.25, 1, -1)
+
+    exact = {"numbers": "fraction"}
+    mp = {"numbers": "mpmath:512"}
+
+    def small(seed: int) -> list[CaseSpec]:
+        """Exact Fractions double in size at every update: short runs on small data."""
+        return [CaseSpec("small integers in -2..2, 12 x 3, one epoch", *_integers(12, 3, seed)),
+                CaseSpec("separable continuous data, 12 x 3, one epoch",
+                         *_continuous(12, 3, seed)),
+                CaseSpec("separable continuous data, 16 x 4, one epoch",
+                         *_continuous(16, 4, seed + 100))]
+
+    def mid(seed: int) -> list[CaseSpec]:
+        return [CaseSpec("separable continuous data, 30 x 3, 2 epochs",
+                         *_continuous(30, 3, seed), epochs=2),
+                CaseSpec("duplicates, some relabelled", *_duplicates(seed), epochs=2,
+                         flags=("duplicates",))]
+
+    groups = [
+        GroupSpec("ROMMA, delta = 0, exact Fractions", "romma", dict(exact), small(51)),
+        GroupSpec("ROMMA, delta = 1/10, exact Fractions: updates on correct trials with "
+                  "margin below 9/10", "romma", {"delta": Fraction(1, 10), **exact},
+                  small(52)),
+        GroupSpec("ROMMA, delta = 1/10, mpmath at 512 bits", "romma",
+                  {"delta": Fraction(1, 10), **mp}, small(53)),
+        GroupSpec("ROMMA with the polynomial kernel (x.z + 1)^2", "romma", dict(mp),
+                  small(54)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
+        GroupSpec("PUMMA_2(1/10), exact Fractions", "pumma",
+                  {"delta": Fraction(1, 10), **exact}, small(55)),
+        GroupSpec("PUMMA_2(1/10) with a large bias (the paper's motivation)", "pumma",
+                  {"delta": Fraction(1, 10), **mp},
+                  [CaseSpec("y = sign(u.x - 9/4) on a grid in [0, 2]^4", *large_bias(40, 56),
+                            epochs=3)]),
+        GroupSpec("PUMMA_2(0), mpmath at 512 bits", "pumma", dict(mp), small(57) + mid(57)[:1]),
+        GroupSpec("PUMMA_2(1/10) with the 2-norm soft margin, C = 1", "pumma",
+                  {"delta": Fraction(1, 10), "C": 1, **mp}, small(58)),
+        GroupSpec("PUMMA_3(1/10): Newton on the dual (18)", "pumma",
+                  {"p": 3, "delta": Fraction(1, 10), **mp}, small(59)),
+        GroupSpec("PUMMA_2(1/10) with the Gaussian kernel, gamma = 1/2", "pumma",
+                  {"delta": Fraction(1, 10), **mp}, small(60)[:2],
+                  kernel="rbf:gamma=1/2"),
+    ]
+    return FileSpec(
+        name="romma_pumma",
+        header=["ROMMA and PUMMA_p(delta) of Ishibashi, Hatano & Takeda, SPEC.md section "
+                "'romma and pumma'.",
+                "Each group's params name the reference's arithmetic (numbers): exact "
+                "Fractions, or mpmath at the stated bits with trials inside its error bound "
+                "flagged fragile."],
+        groups=groups)

@@ -25,6 +25,7 @@ class Algorithm:
     module: str                      # the family's module name in reference/ and fast/
     forms: tuple[str, ...]           # the fast forms, the default first
     kernel_forms: tuple[str, ...]    # the forms that take a non-linear kernel
+    p2_forms: tuple[str, ...] = ()   # the forms that take p = 2 only (the others: any p)
 
     def _module(self, impl: str) -> Any:
         return importlib.import_module(f"perceptron_oracle.{impl}.{self.module}")
@@ -47,12 +48,19 @@ class Algorithm:
                                         f"(forms: {', '.join(self.forms)})")
         return getattr(self._module("fast"), form)
 
-    def default_form(self, kernel: Any) -> str:
-        if parse_kernel(kernel).is_linear:
-            return self.forms[0]
-        if not self.kernel_forms:
-            raise ParamError(f"{self.name} takes the linear kernel only")
-        return self.kernel_forms[0]
+    def forms_for(self, kernel: Any, params: dict[str, Any]) -> list[str]:
+        """The fast forms that take this kernel and these parameters, the default first."""
+        forms = self.forms if parse_kernel(kernel).is_linear else self.kernel_forms
+        if self.p2_forms and self.params.resolve(params).get("p", 2) != 2:
+            forms = tuple(f for f in forms if f not in self.p2_forms)
+        return list(forms)
+
+    def default_form(self, kernel: Any, params: dict[str, Any] | None = None) -> str:
+        forms = self.forms_for(kernel, params or {})
+        if not forms:
+            raise ParamError(f"{self.name}: no fast form takes kernel {kernel} with "
+                             f"{params}")
+        return forms[0]
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -60,12 +68,14 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("perceptron", "perceptron", forms=("primal", "dual"),
                   kernel_forms=("dual",)),
         Algorithm("higher_order", "higher_order", forms=("primal", "dual", "implicit"),
-                  kernel_forms=("dual",)),
+                  kernel_forms=("dual",), p2_forms=("primal", "dual")),
         Algorithm("pnorm_perceptron", "pnorm_perceptron", forms=("primal",),
                   kernel_forms=()),
-        Algorithm("second_order", "second_order", forms=("primal", "dual"), kernel_forms=("dual",)),
+        Algorithm("second_order", "second_order", forms=("primal", "dual"),
+                  kernel_forms=("dual",)),
         Algorithm("romma", "romma", forms=("primal", "dual"), kernel_forms=("dual",)),
-        Algorithm("pumma", "pumma", forms=("primal", "dual"), kernel_forms=("dual",)),
+        Algorithm("pumma", "pumma", forms=("primal", "dual"), kernel_forms=("dual",),
+                  p2_forms=("dual",)),
     )
 }
 
@@ -97,7 +107,7 @@ def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | 
     """
     algo = get(algorithm)
     if impl == "fast" and form is None:
-        form = algo.default_form(kernel)
+        form = algo.default_form(kernel, params)
     if impl == "fast" and form not in algo.kernel_forms and not parse_kernel(kernel).is_linear:
         raise ParamError(f"{algorithm} form {form} takes the linear kernel only")
     algo.params.resolve(params)  # unknown or bad parameters fail here, before any data work

@@ -96,11 +96,8 @@ def run_external(case: Case, impl: External) -> Any:
 
 
 def forms_for(case: Case) -> list[str]:
-    """The fast forms of the case's algorithm that take its kernel."""
-    algo = get(case.algorithm)
-    if case.kernel == "linear":
-        return list(algo.forms)
-    return [f for f in algo.forms if f in algo.kernel_forms]
+    """The fast forms of the case's algorithm that take its kernel and parameters."""
+    return get(case.algorithm).forms_for(case.kernel, case.params)
 
 
 def verify(cases: Iterable[Case], produce: Callable[[Case], Any],

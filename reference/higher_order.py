@@ -734,7 +734,16 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
              for i in range(n)]
     theta_abs = [sum(u * w for u, w in zip(row, v_abs)) for row in B_abs]
     scale = float(norm_power(theta, p, ctx))
-    G = [pnorm_magnitude([ta], [1.0], p, scale) if scale else 0.0 for ta in theta_abs]
+    if not scale:
+        # theta = 0, or ||theta||_p^p below float64's range: a float form's theta may be its
+        # rounding error alone.  g is 1-homogeneous, |g(t)_i| <= ||t||_p <= ||t||_1, so
+        # |w - w~| <= |B|^T (|g(theta)| + |g(theta~)|) <= |B|^T 1 (2 n max|theta| + err).
+        top = max(abs(float(t)) for t in theta)
+        err = score_error_bound(ops + n + 16, n * max(theta_abs))
+        spread = 2 * n * top + err
+        out["final.w"] = [sum(B_abs[i][l] for i in range(n)) * spread for l in range(n)]
+        return out
+    G = [pnorm_magnitude([ta], [1.0], p, scale) for ta in theta_abs]
     w_mag = [sum(B_abs[i][l] * G[i] for i in range(n)) for l in range(n)]
     out["final.w"] = [bound(ops + n + 16, m, wi) for m, wi in zip(w_mag, final["w"])]
     return out

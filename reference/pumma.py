@@ -102,7 +102,8 @@ from ..rounding import score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
 from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, Numbers, Rows, bound,
-                    dual_bounds, known_bounds, remember_bounds, run_modes, solve_2norm)
+                    _float, dual_bounds, finite, known_bounds, norm_error, remember_bounds,
+                    run_modes, solve_2norm)
 
 class _OptionalRational(Param):
     """A rational, or None (given as None or "none")."""
@@ -166,6 +167,7 @@ class _State2:
         self.size = [0.0] * T               # |alpha_i| as floats (rounding magnitudes)
         self.slack = [0.0] * T              # absolute allowances near the case boundary
         self.doubt = False
+        self.rho_lam = 0.0
         self.support = 0
         self.vv = self.zero
 
@@ -196,33 +198,59 @@ class _State2:
             return 0.0
         return 2 * math.fsum(map(operator.mul, self.slack, self.K.magnitude(j)))
 
+    def aug_error(self, e: int, model: ErrorModel, m: int) -> float:
+        """How far a float64 v~.x~_e (the augmented score: w.x_e + a_e / C) may be off."""
+        if not self.support:
+            return 0.0
+        extra = 0.0 if self.invC is None else float(self.invC)
+        mag = self.magnitude(e) + self.size[e] * extra
+        return (model.score_error(m, mag) + self.slack_error(e)
+                + 2 * self.slack[e] * extra)
+
     def update(self, pos: int, neg: int, model: ErrorModel | None = None, m: int = 0
                ) -> tuple[Any, float, bool] | None:
         """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
-        With ``model``, sets ``self.doubt`` (ErrorModel.doubtful) and carries the slack."""
+        With ``model``, sets ``self.doubt`` and ``self.rho_lam`` (``step_errors``) and carries
+        the slack (eta's absolute error times the old coefficients)."""
         ka, num = self.ka, self.num
         zz = ka(pos, pos) + ka(neg, neg) - 2 * ka(pos, neg)
         fpos = self.dot(pos) + self.xi(pos, 1)      # v~.x~_pos
         fneg = self.dot(neg) - self.xi(neg, -1)     # v~.x~_neg (x~_neg = (x_neg, -e/sqrt C))
-        factor = 0.0
+        sens = None
         if model is not None:
             mag = self.K.magnitude
             scale = mag(pos)[pos] + mag(neg)[neg] + 2 * mag(neg)[pos]
-            self.doubt, factor = model.doubtful(self.vv, zz, fpos - fneg, 2, scale, m)
+            if self.invC is not None:
+                scale += 2 * float(self.invC)
+            dvz = self.aug_error(pos, model, m) + self.aug_error(neg, model, m)
+            dvv = norm_error(model.rho, self.size, self.slack, mag, m + self.support,
+                             0.0 if self.invC is None else float(self.invC))
+            sens = model.step(self.vv, zz, fpos - fneg, 2, dvv, score_error_bound(m, scale),
+                              dvz, scale)
+            self.doubt, self.rho_lam = sens.fragile, sens.rho_lam
         solution = solve_2norm(self.vv, zz, fpos - fneg, 2, num.exact)
         if solution is None:
             return None
+        if model is not None and sens is not None and sens.fragile:
+            model.lost = True       # a near-singular update taken: anything from here on
         lam, eta, kappa = solution
         case_ii = eta != 0
-        new_slack = [float(eta) * s for s in self.slack] if case_ii else [0.0] * self.T
-        if factor:
-            new_slack = [s + factor * (a + b) for s, a, b in zip(new_slack, self.size,
-                                                                 self.slack)]
+        etaf = _float(eta)
+        rho = model.rho if model is not None else 0.0
+        eta_err = sens.eta_err if sens is not None else 0.0
+        new_slack = [(etaf * s if case_ii else 0.0) + eta_err * (a * (1 + rho) + s)
+                     for a, s in zip(self.size, self.slack)]
+        if sens is not None:   # lam's absolute error, on both pair members
+            new_slack[pos] += sens.lam_abs
+            new_slack[neg] += sens.lam_abs
         self.slack = new_slack
         self.alpha = [eta * a for a in self.alpha] if case_ii else [self.zero] * self.T
         self.alpha[pos] += lam
         self.alpha[neg] -= lam
-        self.size = [abs(float(a)) for a in self.alpha]
+        self.size = [etaf * a for a in self.size] if case_ii else [0.0] * self.T   # |terms|
+        self.size[pos] += abs(_float(lam))
+        self.size[neg] += abs(_float(lam))
+        self.size, self.slack = finite(self.size), finite(self.slack)
         self.support = sum(1 for a in self.alpha if a)
         self.vv = 2 * lam + eta * self.vv           # ||w'||^2 = lam r + eta ||v||^2, r = 2
         # w'.x~_pos and w'.x~_neg for the bias (20): w' = lam z~ + eta v~
@@ -464,12 +492,17 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                     pos, neg, b = new_pos, new_neg, num(1 if new_pos is not None else -1)
                     updates.append(t)
                     continue
-                result = st.update(new_pos, new_neg)
+                m0 = (n + 8) * kern.depth + 8
+                result = st.update(new_pos, new_neg, model, m0) if two else st.update(
+                    new_pos, new_neg)
+                if two and st.doubt:   # z ~ 0: a float64 form may call it infeasible
+                    fragile.append(t)
                 if result is not None:
                     pos, neg, started = new_pos, new_neg, True
                     b = result[0]
                     b_magnitude = _pair_magnitude(st, pos, neg)
-                    model.update(False, 1.0, n + 8, newton, ref_newton)
+                    model.update(False, 1.0, n + 8, newton, ref_newton,
+                                 rho_lam=st.rho_lam if two else None)
                     updates.append(t)
                     if observer:
                         observer(_state(t, st, b, pos, neg, rows, labels, two, False))
@@ -481,10 +514,14 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
         if record_scores:
             scores.append(score)
         m = (n + 8) * kern.depth + (st.support if two else n) + 8
-        magnitude = st.magnitude(j) + b_magnitude + abs(float(slack))
-        err = model.score_error(m, magnitude)
-        if two:
-            err += st.slack_error(j) + b_slack
+        if two:   # the score and its slack a_j / C: terms' magnitudes, absolute slacks
+            invC = 0.0 if st.invC is None else float(st.invC)
+            magnitude = st.magnitude(j) + b_magnitude + st.size[j] * invC
+            err = (model.score_error(m, magnitude) + st.slack_error(j)
+                   + 2 * st.slack[j] * invC + b_slack)
+        else:
+            magnitude = st.magnitude(j) + b_magnitude + abs(float(slack))
+            err = model.score_error(m, magnitude)
         member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
         if member:       # margin + slack exactly 1: only the mistake test can be close
             if err and abs(float(margin)) <= err:
@@ -504,8 +541,11 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                 b, kappa, case_ii = result
                 b_magnitude = _pair_magnitude(st, pos, neg)
                 if two:
-                    b_slack = (st.slack_error(pos) + st.slack_error(neg)) / 2
-                model.update(case_ii, kappa, m, newton * kappa, ref_newton * kappa)
+                    invC = 0.0 if st.invC is None else float(st.invC)
+                    b_slack = (st.slack_error(pos) + st.slack_error(neg)
+                               + 2 * (st.slack[pos] + st.slack[neg]) * invC) / 2
+                model.update(case_ii, kappa, m, newton * kappa, ref_newton * kappa,
+                             rho_lam=st.rho_lam if two else None)
                 updates.append(t)
                 if observer:
                     observer(_state(t, st, b, pos, neg, rows, labels, two, case_ii))
@@ -529,9 +569,10 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     trace = Trace(algorithm="pumma", form="reference", kernel=kern.spec, params=params,
                   n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
                   final=final, fragile=fragile, scores=scores if record_scores else None)
-    remember_bounds(trace, _final_bounds(model.rho, final, coefs, rows, kern, par,
+    remember_bounds(trace, _final_bounds(model.rho, final, st.size if two else [], rows,
+                                         kern, par,
                                          b_magnitude, st if not two else None,
-                                         st.slack if two else None, b_slack))
+                                         st.slack if two else None, b_slack), model.lost)
     return trace, model.worst_ref
 
 
@@ -579,21 +620,34 @@ def _pair_magnitude(st: Any, pos: int, neg: int) -> float:
     return out
 
 
-def _final_bounds(rho: float, final: dict[str, Any], coefs: list[Any],
+def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
                   rows: list[list[Fraction]], kern: Kernel, par: dict[str, Any],
                   b_magnitude: float, primal: Any, slack: list[float] | None,
                   b_slack: float) -> dict[str, Any]:
     T = len(rows)
     out: dict[str, Any] = {}
     if primal is None:
-        out.update(dual_bounds(rho, coefs, rows, kern.is_linear, final, slack))
+        out.update(dual_bounds(rho, primal_size, rows, kern.is_linear, final, slack))
     else:
-        out["final.w"] = [bound(rho, abs(float(v)), 8, v) for v in final["w"]]
+        # p > 2: relative to |w_d| plus the state's scale ||w~||_2 = ||(w, sqrt(C) xi)||_2
+        # (a Newton residual moves every coordinate by ~ rho ||w~||, also one that is 0)
+        scale = math.fsum(float(v) ** 2 for v in final["w"])
+        if "xi" in final:
+            scale += float(par["C"]) * math.fsum(float(v) ** 2 for v in final["xi"])
+        scale = math.sqrt(scale)
+        # Two Newton runs that both stop at a residual <= NEWTON_TOLERANCE may still differ
+        # by more than the residual where the optimum is sparse: the map phi -> w is only
+        # Hoelder continuous there, of order q - 1 = 1/(p - 1).  A stated rule (SPEC.md),
+        # with a factor 32 on the tolerance.
+        hoelder = scale * (32 * NEWTON_TOLERANCE) ** (1 / (float(par["p"]) - 1))
+        out["final.w"] = [bound(rho, abs(float(v)) + scale, 8, v) + hoelder
+                          for v in final["w"]]
+        b_slack += hoelder * max(math.fsum(abs(float(v)) for v in r) for r in rows)
     out["final.b"] = bound(rho, b_magnitude, T + 16, final["b"]) + b_slack
     if "xi" in final:
         invC = 1 / float(par["C"])
-        out["final.xi"] = [bound(rho, abs(float(v)), 4, v) + 2 * (slack[i] * invC if slack
-                                                                  else 0.0)
+        out["final.xi"] = [bound(rho, primal_size[i] * invC if slack else abs(float(v)), 4, v)
+                           + 2 * (slack[i] * invC if slack else 0.0)
                            for i, v in enumerate(final["xi"])]
     return out
 

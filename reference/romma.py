@@ -49,7 +49,8 @@ Numbers (parameter ``numbers``; the trace's params record the mode actually used
   coefficient's numerator or denominator exceeds ``FRACTION_BITS`` bits.  The choice is a
   function of the input alone, so a run is reproducible from its recorded params.
 
-Fragile trials and final bounds: see ``_ErrorModel`` (a stated, not rigorous, rule).
+Fragile trials and final bounds: see ``ErrorModel`` and ``step_errors`` (a stated, not
+rigorous, rule).
 """
 
 from __future__ import annotations
@@ -227,7 +228,7 @@ def solve_2norm(vv: Any, zz: Any, vz: Any, r: int, exact: bool) -> tuple[Any, An
         return None
     lam = vv * (r - vz) / D
     eta = (vv * zz - r * vz) / D
-    kappa = float((vv * zz + vz * vz) / D)
+    kappa = min(_float((vv * zz + vz * vz) / D), 1e300)
     return lam, eta, kappa
 
 
@@ -239,71 +240,75 @@ def _tiny(x: Any) -> Any:
 # -- the error model (fragile trials, final bounds) -------------------------------------------
 
 class ErrorModel:
-    """The stated rule for how far a float64 form's state and scores may lie from the exact.
+    """The stated rule for how far a float64 form's state and scores may lie from the exact
+    (SPEC.md, romma / pumma, N.5).
 
-    rho bounds the relative error of the dual coefficients (relative to their magnitudes,
-    so a score's error is at most rho M + the rounding of the score itself, M = sum_i
-    |alpha_i| |k|(x_i, x)).  It starts at 0 (w_0 = 0 is exact), and an update on a system
-    of size m (the terms of the inner products it reads) sets
+    p = 2 (ROMMA, PUMMA's dual coordinates): each coefficient alpha_i carries the magnitude
+    of its terms size_i (>= |alpha_i|) and an absolute slack s_i (kept by the callers), and
+    rho bounds the relative error to size_i: a float64 coefficient lies within
+    rho size_i + s_i, a score within 2 rho M + gamma_m M + 2 sum_i s_i |k|(x_i, x),
+    M = sum_i size_i |k|(x_i, x).  rho starts at 0 (w_0 = 0 is exact); each update's
+    sensitivity comes from ``step_errors`` (first-order perturbation of (15)/(19) given the
+    errors of ||v||^2, ||z||^2 and v.z), and ``update(..., rho_lam=...)`` sets
+
+        case (i):   rho' = rho_lam + 4 (m + 8) u
+        case (ii):  rho' = max(rho, rho_lam) + 4 (m + 8) u
+
+    while eta's absolute error and lam's (the cancellation in r - v.z) go to the slacks.
+    A near-singular update (``step_errors`` fragile) that the reference takes sets ``lost``:
+    every later score error is infinite and every final bound ANY_STATE.
+
+    p > 2 (PUMMA's primal w; no slacks), and rho_ref (the mpmath reference's own error, at
+    u = 2^-bits, for both): the kappa rule
 
         case (i):   rho' = 4 (m + 8) u                         (w depends on z alone)
         case (ii):  rho' = 2 sqrt(kappa) rho + 4 kappa (m + 8) u  + newton
 
-    kappa = (vv zz + vz^2) / D the condition of the 2 x 2 system (section 3.1): an error of
-    v tilts the half-space w.v >= ||v||^2, whose corner with w.z = r moves by ~sqrt(kappa)
-    times as much; the system's own rounding is amplified by kappa.  ``newton`` is the
-    tolerance a p > 2 form's Newton solver is allowed (PUMMA: NEWTON_TOLERANCE kappa).
-    u = 2^-53 for the float64 forms; the same recurrence at u = 2^-bits bounds the mpmath
-    reference's own error.
+    kappa = (vv zz + vz^2) / D the condition of the 2 x 2 system (section 3.1); ``newton``
+    the tolerance a p > 2 form's Newton solver is allowed (PUMMA: NEWTON_TOLERANCE kappa).
     """
 
     def __init__(self, unit: float = UNIT_ROUNDOFF, ref_unit: float = 0.0):
         self.rho = 0.0
+        self.lost = False   # a near-singular update was taken: the state may be anything
         self.rho_ref = 0.0
         self.worst_ref = 0.0
         self.unit = unit
         self.ref_unit = ref_unit
 
     def update(self, case_ii: bool, kappa: float, m: int, newton: float = 0.0,
-               ref_newton: float = 0.0) -> None:
-        if case_ii:
-            grow = 2 * math.sqrt(kappa)
-            self.rho = min(grow * self.rho + 4 * kappa * (m + 8) * self.unit + newton, 1e300)
-            self.rho_ref = min(grow * self.rho_ref + 4 * kappa * (m + 8) * self.ref_unit
-                               + ref_newton, 1e300)
+               ref_newton: float = 0.0, rho_lam: float | None = None) -> None:
+        """After an update.  p = 2 (``rho_lam`` given, from ``step``): rho' = max(rho,
+        rho_lam) + 4 (m + 8) u in case (ii) (eta alpha keeps alpha's relative error; eta's
+        own error goes to the callers' absolute slack), rho' = rho_lam + 4 (m + 8) u in case
+        (i) (the old coefficients are dropped).  p > 2 (no ``rho_lam``): the kappa rule of
+        the class docstring.  rho_ref (the reference's own error) always by the kappa rule."""
+        if rho_lam is not None:
+            base = max(self.rho, rho_lam) if case_ii else rho_lam
+            self.rho = min(base + 4 * (m + 8) * self.unit, 1e300)
+        elif case_ii:
+            self.rho = min(2 * math.sqrt(kappa) * self.rho + 4 * kappa * (m + 8) * self.unit
+                           + newton, 1e300)
         else:
             self.rho = 4 * (m + 8) * self.unit
+        if case_ii:
+            self.rho_ref = min(2 * math.sqrt(kappa) * self.rho_ref + 4 * kappa * (m + 8)
+                               * self.ref_unit + ref_newton, 1e300)
+        else:
             self.rho_ref = 4 * (m + 8) * self.ref_unit + ref_newton
         self.worst_ref = max(self.worst_ref, self.rho_ref)
 
-    def doubtful(self, vv: Any, zz: Any, vz: Any, r: int, zz_scale: float,
-                 m: int) -> tuple[bool, float]:
-        """The update's own decisions, as a float64 form may take them: (fragile, factor).
-
-        fragile: z may be 0 (||z||^2 <= NEAR_SINGULAR times its terms' magnitude, or in
-        float64's underflow range) or the case-(ii) system may be singular (D <= NEAR_SINGULAR
-        vv zz + its rounding): a float64 form may then call the problem infeasible, or not.
-        factor: the trial lies within rounding of the case boundary r v.z = vv zz, so a form
-        may take the other case: the old coefficients may come out scaled by up to
-        ``factor`` (= min(1, tolerance / D)) instead of eta (or 0); the callers carry that
-        as an absolute slack per coefficient.
-        """
-        vvf, zzf, vzf = float(vv), float(zz), float(vz)
-        e = 4 * (self.rho + (m + 8) * UNIT_ROUNDOFF)
-        fragile = zzf <= NEAR_SINGULAR * zz_scale or zzf < 1e-290
-        factor = 0.0
-        if vvf > 0:
-            gap = r * vzf - vvf * zzf                # >= 0: case (i)
-            tol_gap = e * (abs(r * vzf) + vvf * zzf)
-            D = vvf * zzf - vzf * vzf
-            if gap <= tol_gap and D <= NEAR_SINGULAR * vvf * zzf + e * (vvf * zzf + vzf * vzf):
-                fragile = True
-            if abs(gap) <= tol_gap:
-                factor = 1.0 if D <= 0 else min(1.0, tol_gap / D)
-        return fragile, factor
+    def step(self, vv: Any, zz: Any, vz: Any, r: int, dvv: float, dzz: float, dvz: float,
+             zz_scale: float) -> "StepError":
+        """How a float64 form's solution of the update may differ from the exact one
+        (``step_errors``), given the error bounds of its inputs: ``dvv`` of ||v||^2
+        (``norm_error``), ``dzz`` of ||z||^2, ``dvz`` of v.z (the trial's score error)."""
+        return step_errors(vv, zz, vz, r, dvv, dzz, dvz, zz_scale)
 
     def score_error(self, m: int, magnitude: float) -> float:
         """How far a float64 score of magnitude M (m roundings) may be from the exact one."""
+        if self.lost:
+            return math.inf
         if magnitude == 0:
             return 0.0
         return 2.0 * self.rho * magnitude + score_error_bound(m, magnitude)
@@ -315,13 +320,123 @@ class ErrorModel:
         return abs(float(margin)) <= err or abs(float(margin - threshold)) <= err + err_threshold
 
 
+class StepError:
+    """The update's sensitivity (``step_errors``): ``fragile`` (a float64 form may decide the
+    update's feasibility otherwise, or its inputs are too inaccurate for the bounds below),
+    ``rho_lam`` and ``lam_abs`` (the new coefficient lam is within rho_lam lam + lam_abs),
+    ``eta_err`` (absolute error of the factor applied to the old coefficients, a possible
+    change of case included)."""
+
+    __slots__ = ("fragile", "rho_lam", "lam_abs", "eta_err")
+
+    def __init__(self, fragile: bool, rho_lam: float, lam_abs: float, eta_err: float):
+        self.fragile, self.rho_lam, self.lam_abs, self.eta_err = (fragile, rho_lam, lam_abs,
+                                                                   eta_err)
+
+
+#: A near-singular update: a float64 form's lam and eta may be anything (the trial is
+#: fragile; if the reference updates there, ``ErrorModel.lost``: every later trial is
+#: fragile and every final bound is ANY_STATE, as the HO reference's after a fragile inverse).
+_SINGULAR_STEP = StepError(True, 1.0, 0.0, 0.0)
+#: The final bound that allows anything (compare.py reads bounds as finite floats).
+ANY_STATE = 1e300
+
+
+def step_errors(vv: Any, zz: Any, vz: Any, r: int, dvv: float, dzz: float, dvz: float,
+                zz_scale: float, unit: float = UNIT_ROUNDOFF) -> StepError:
+    """First-order perturbation of the closed forms (15)/(19), doubled for the second order.
+
+    A float64 form computes ||v||^2, ||z||^2, v.z within dvv, dzz, dvz of the exact values
+    (plus its own rounding), so D = vv zz - vz^2 and N = vv zz - r vz (eta's numerator) are
+    within
+        dD = 2 (vv dzz + zz dvv + dvv dzz + 2 |vz| dvz + dvz^2) + 4u (vv zz + vz^2)
+        dN = 2 (vv dzz + zz dvv + dvv dzz + r dvz) + 4u (vv zz + r |vz|)
+    and, exact case (ii) (N > 0), with rho_D = dD / D:
+        lam = vv (r - vz) / D:   rho_lam = 2 (dvv / vv + rho_D) + 4u,  lam_abs = 2 vv dvz / D
+        eta = N / D:             eta_err = 2 (dN + eta dD) / D
+    (lam_abs is the cancellation in r - vz of an update whose margin is close to r: a margin
+    of 1 - 1e-9 leaves lam with ~1e-7 relative error; at a fragile update test, where the
+    exact r - vz may be 0 and the form's is a rounding error, it bounds the form's lam).
+    Exact case (i) (N <= 0): lam = r / zz, rho_lam = 2 dzz / zz + 4u, eta_err = 0.  Near the
+    case boundary (|N| <= dN) a form may take the other case: eta_err >= 2 dN / D covers the
+    old coefficients, and lam moves by at most 2 |vz| dN / (D zz) (lam_(ii) - lam_(i) =
+    -vz N / (D zz)), added to lam_abs.
+    Fragile: ||z||^2 <= NEAR_SINGULAR times its terms' magnitude, or within 2 dzz of 0, or
+    below 1e-290; or (case (ii) or near the boundary) D <= NEAR_SINGULAR vv zz or
+    D <= 4 dD (a form may call the system singular, and the linearisation is void).
+    A fragile update's lam and eta may be anything (``_SINGULAR_STEP``).
+    """
+    u = unit
+    vvf, zzf, vzf = _float(vv), _float(zz), _float(vz)
+    if zzf <= NEAR_SINGULAR * zz_scale or zzf < 1e-290 or zzf <= 2 * dzz:
+        return _SINGULAR_STEP
+    lam_i = 2 * dzz / zzf + 4 * u
+    if vvf == 0:                 # w = 0: case (i), exactly in float64 too (vv = 0.0)
+        return StepError(False, lam_i, 0.0, 0.0)
+    P = vvf * zzf
+    D = _float(vv * zz - vz * vz)
+    N = _float(vv * zz - r * vz)
+    first = vvf * dzz + zzf * dvv + dvv * dzz
+    dD = 2 * (first + 2 * abs(vzf) * dvz + dvz * dvz) + 4 * u * (P + vzf * vzf)
+    dN = 2 * (first + r * dvz) + 4 * u * (P + r * abs(vzf))
+    near = abs(N) <= dN
+    if N <= 0 and not near:      # safely case (i)
+        return StepError(False, lam_i, 0.0, 0.0)
+    if D <= NEAR_SINGULAR * P or D <= 4 * dD:
+        return _SINGULAR_STEP
+    flip = 2 * abs(vzf) * dN / (D * zzf) if near else 0.0
+    if N <= 0:                   # case (i), a form may take case (ii) with eta <= 2 dN / D
+        return StepError(False, lam_i, flip, 2 * dN / D)
+    rho_lam = 2 * (dvv / vvf + dD / D) + 4 * u
+    return StepError(False, rho_lam, 2 * vvf * dvz / D + flip, 2 * (dN + (N / D) * dD) / D)
+
+
+def _float(x: Any) -> float:
+    """float(x), +-1e300 where x is beyond that (a near-singular update, flagged fragile)."""
+    try:
+        return max(-1e300, min(1e300, float(x)))
+    except OverflowError:
+        return 1e300 if x > 0 else -1e300
+
+
+def finite(values: list[float]) -> list[float]:
+    """The bounds with any NaN (inf * 0 after a near-singular update) read as inf."""
+    return [v if v == v else math.inf for v in values]
+
+
+def norm_error(rho: float, size: list[float], slack: list[float],
+               magnitude: Callable[[int], list[float]], m: int,
+               diagonal: float = 0.0) -> float:
+    """How far a float64 ||v||^2 = a^T G a (or w.w) may lie from the exact one when each
+    coefficient is within rho size_i + slack_i:
+        2 (rho size + s)^T |G| (size (1 + rho) + s) + gamma_m size^T |G| size
+    (|G|: the kernel magnitudes, plus ``diagonal`` = 1/C on the diagonal for the soft margin).
+    """
+    idx = [i for i, (a, s) in enumerate(zip(size, slack)) if a or s]
+    err = mag = 0.0
+    for i in idx:
+        row = magnitude(i)
+        e_i = rho * size[i] + slack[i]
+        f_i = size[i] * (1 + rho) + slack[i]
+        for k in idx:
+            g = row[k] + (diagonal if i == k else 0.0)
+            err += e_i * g * (size[k] * (1 + rho) + slack[k]) + f_i * g * (rho * size[k]
+                                                                          + slack[k])
+            mag += size[i] * g * size[k]
+    return err + score_error_bound(m, mag)
+
+
 #: The final-state bounds of each reference trace, by identity (``final_error_bounds``).
 _BOUNDS: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
 #: The relative error assumed for a trace this process did not compute (a golden file).
 FALLBACK_RHO = 2.0 ** -20
 
 
-def remember_bounds(trace: Trace, bounds: dict[str, Any]) -> None:
+def remember_bounds(trace: Trace, bounds: dict[str, Any], lost: bool = False) -> None:
+    """Keep a run's final bounds for ``final_error_bounds``; ``lost``: all ANY_STATE."""
+    if lost:
+        bounds = {k: [ANY_STATE] * len(v) if isinstance(v, list) else ANY_STATE
+                  for k, v in bounds.items()}
     for key in [k for k, (ref, _) in _BOUNDS.items() if ref() is None]:
         del _BOUNDS[key]
     _BOUNDS[id(trace)] = (weakref.ref(trace), bounds)
@@ -341,18 +456,19 @@ def bound(rho: float, magnitude: float, ops: int, exact: Any) -> float:
     return 2.0 * rho * magnitude + score_error_bound(ops, magnitude)
 
 
-def dual_bounds(rho: float, coefs: list[Any], rows: list[list[Fraction]], linear: bool,
+def dual_bounds(rho: float, size: list[float], rows: list[list[Fraction]], linear: bool,
                 final: dict[str, Any], slack: list[float] | None = None) -> dict[str, Any]:
     """Bounds on final.w (linear kernel: w_d = sum_i alpha_i x_id, T + 8 roundings) or on
-    final.alpha (each coefficient: 2 rho |alpha_i| + a rounding), plus twice the absolute
-    slack of each coefficient (``ErrorModel.doubtful``)."""
-    slack = slack or [0.0] * len(coefs)
+    final.alpha (each coefficient: 2 rho size_i + a rounding), plus twice the absolute slack
+    of each coefficient (``step_errors``).  ``size``: the magnitudes of each coefficient's
+    terms (>= |alpha_i|; the sum eta alpha_i + lam y_i may cancel)."""
+    slack = slack or [0.0] * len(size)
     if not linear:
-        return {"final.alpha": [bound(rho, abs(float(a)), 2, a) + 2 * s
-                                for a, s in zip(coefs, slack)]}
+        return {"final.alpha": [bound(rho, a, 2, v) + 2 * s
+                                for a, s, v in zip(size, slack, final["alpha"])]}
     T = len(rows)
-    return {"final.w": [bound(rho, sum(abs(float(c)) * abs(float(r[d]))
-                                       for c, r in zip(coefs, rows) if c), T + 8, v)
+    return {"final.w": [bound(rho, sum(c * abs(float(r[d])) for c, r in zip(size, rows) if c),
+                              T + 8, v)
                         + 2 * sum(s * abs(float(r[d])) for s, r in zip(slack, rows) if s)
                         for d, v in enumerate(final["w"])]}
 
@@ -414,23 +530,31 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
         if margin <= 0:
             mistakes.append(t)
         if j != last and margin < threshold:
-            doubt, factor = model.doubtful(vv, row[j], margin, 1, K.magnitude(j)[j], m)
-            if doubt and (not fragile or fragile[-1] != t):
+            zz_scale = K.magnitude(j)[j]
+            sens = model.step(vv, row[j], margin, 1,
+                              norm_error(model.rho, size, slack, K.magnitude, m + support),
+                              score_error_bound(m, zz_scale), err, zz_scale)
+            if sens.fragile and (not fragile or fragile[-1] != t):
                 fragile.append(t)
             solution = solve_2norm(vv, row[j], margin, 1, num.exact)
             if solution is not None:
+                model.lost = model.lost or sens.fragile
                 lam, eta, kappa = solution
                 case_ii = eta != 0
+                etaf = _float(eta)
                 alpha = [eta * a for a in alpha] if case_ii else [zero] * T
                 alpha[j] += lam * label
-                new_slack = [float(eta) * s for s in slack] if case_ii else [0.0] * T
-                if factor:
-                    new_slack = [s + factor * (a + b) for s, a, b in zip(new_slack, size, slack)]
-                slack = new_slack
-                size = [abs(float(a)) for a in alpha]
+                # absolute slack: eta's error times the old coefficients (step_errors)
+                slack = [(etaf * s if case_ii else 0.0) + sens.eta_err * (a * (1 + model.rho)
+                                                                          + s)
+                         for a, s in zip(size, slack)]
+                slack[j] += sens.lam_abs
+                size = [etaf * a for a in size] if case_ii else [0.0] * T   # |terms|
+                size[j] += abs(_float(lam))
+                size, slack = finite(size), finite(slack)
                 support = sum(1 for a in alpha if a)
                 vv = lam + eta * vv          # ||w'||^2 = lam r + eta ||v||^2, r = 1
-                model.update(case_ii, kappa, m)
+                model.update(case_ii, kappa, m, rho_lam=sens.rho_lam)
                 updates.append(t)
                 last = j
                 if num.exact:
@@ -447,7 +571,8 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
     trace = Trace(algorithm="romma", form="reference", kernel=kern.spec, params=params,
                   n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
                   final=final, fragile=fragile, scores=scores if record_scores else None)
-    remember_bounds(trace, dual_bounds(model.rho, alpha, rows, kern.is_linear, final, slack))
+    remember_bounds(trace, dual_bounds(model.rho, size, rows, kern.is_linear, final, slack),
+                    model.lost)
     return trace, model.worst_ref
 
 

@@ -10,7 +10,10 @@ import shutil
 import jsonschema
 import pytest
 
+import wrong_higher_order
 import wrong_perceptrons
+import wrong_romma_pumma
+import wrong_second_order
 from perceptron_oracle import golden, verify
 from perceptron_oracle.cli import main
 from perceptron_oracle.golden import GoldenFileError
@@ -39,9 +42,13 @@ def test_lint(entry):
 
 
 def test_most_cases_are_robust(cases):
-    """A float64 implementation must match most cases exactly: few carry a fragile trial."""
+    """A float64 implementation must match most cases exactly: at most a quarter carry a
+    fragile trial (the matrix algorithms' fragile rules are conservative: SPEC.md 11.3,
+    12.5), and at most a tenth of the Perceptron's, whose rule is rigorous."""
     fragile = [c for c in cases if c.expected.fragile]
-    assert len(fragile) <= len(cases) // 5
+    assert len(fragile) <= len(cases) // 4
+    perceptron = [c for c in cases if c.algorithm == "perceptron"]
+    assert sum(1 for c in perceptron if c.expected.fragile) <= len(perceptron) // 10
 
 
 def test_regeneration_is_byte_identical():
@@ -107,12 +114,31 @@ def test_verify_accepts_the_correct_independent_implementation(capsys):
     assert main(["verify", "--impl", "wrong_perceptrons:correct", "--quiet"]) == 0
 
 
-@pytest.mark.parametrize("mutation", [m for m in wrong_perceptrons.MUTATIONS if m])
-def test_verify_rejects_a_wrong_implementation_at_its_first_divergence(mutation, cases):
-    impl = getattr(wrong_perceptrons, mutation)
-    results = verify.verify(cases, lambda c: verify.run_external(c, impl))
+#: Each module of planted bugs and the algorithms it plants them in (tests/wrong_*.py).
+WRONG = {wrong_perceptrons: {"perceptron"},
+         wrong_higher_order: {"higher_order", "pnorm_perceptron"},
+         wrong_second_order: {"second_order"},
+         wrong_romma_pumma: {"romma", "pumma"}}
+MUTANTS = [pytest.param(module, name, id=f"{module.__name__}:{name}")
+           for module in WRONG for name in module.MUTATIONS if name]
+
+
+@pytest.mark.parametrize("module", WRONG, ids=lambda m: m.__name__)
+def test_verify_accepts_each_unmutated_implementation(module, cases):
+    mine = [c for c in cases if c.algorithm in WRONG[module]]
+    assert mine, f"no golden case for {WRONG[module]}"
+    results = verify.verify(mine, lambda c: verify.run_external(c, module.correct))
+    assert all(r.ok for r in results), [r.message for r in results if not r.ok][:3]
+
+
+@pytest.mark.parametrize("module, mutation", MUTANTS)
+def test_verify_rejects_a_wrong_implementation_at_its_first_divergence(module, mutation,
+                                                                        cases):
+    impl = getattr(module, mutation)
+    mine = [c for c in cases if c.algorithm in WRONG[module]]
+    results = verify.verify(mine, lambda c: verify.run_external(c, impl))
     failed = [r for r in results if not r.ok]
-    assert failed, f"{mutation} ({wrong_perceptrons.MUTATIONS[mutation]}) passed"
+    assert failed, f"{mutation} ({module.MUTATIONS[mutation]}) passed"
     for r in failed:
         actual = Trace.from_dict(verify.run_external(r.case, impl))
         expected = r.case.expected

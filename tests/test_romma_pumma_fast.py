@@ -157,6 +157,7 @@ def test_newton_meets_the_tolerance_the_fragile_rule_allows(C):
 def test_newton_stopped_after_one_step_is_caught(monkeypatch):
     data = experiment.r_of_k(200, 30, 8, 2, seed=6)
     monkeypatch.setattr(fast_pumma, "NEWTON_MAX_STEPS", 1)
+    monkeypatch.setattr(fast_pumma, "NEWTON_TOLERANCE", math.inf)   # and no finishing pass
     assert max(_pair_residuals(data.X, data.y, 2 * math.log(30))) > NEWTON_TOLERANCE
 
 
@@ -264,4 +265,35 @@ def test_near_parallel_pair_is_feasible():
     expected = reference_pumma(X, y, p=3, delta="1/4", record_scores=True)
     assert 17 in expected.updates
     result = compare(expected, fast_pumma.primal(X, y, p=3, delta="1/4"), X)
+    assert result.ok, result.describe()
+
+
+def test_p_above_2_newton_finishes_on_the_kkt_residual():
+    """Found by the differential suite (ci profile): on this small-integer sequence with
+    p = 5/2 the vectorised Newton stopped at the update on trial 20 with a KKT residual ~1
+    (w feasible but not optimal); every later decision matched by luck and the final w was
+    20% off.  The fast form now finishes with the reference's damped Newton whenever its
+    residual exceeds NEWTON_TOLERANCE."""
+    X = np.zeros((31, 2))
+    for t, row in {7: (0, 1), 15: (1, 0), 17: (2, 2), 18: (1, 2), 20: (-1, 2),
+                   24: (0, -1)}.items():
+        X[t] = row
+    y = -np.ones(31, dtype=np.int64)
+    y[[7, 15, 18, 19]] = 1
+    expected = reference_pumma(X, y, p="5/2", record_scores=True)
+    result = compare(expected, fast_pumma.primal(X, y, p="5/2"), X)
+    assert result.ok, result.describe()
+    assert max(_pair_residuals(X, y, 2.5)) <= NEWTON_TOLERANCE
+
+
+def test_p_above_2_soft_margin_optimum_with_w_zero():
+    """Found by the differential suite (ci profile): with C = 1 the update on trial 7 has its
+    optimum at w = 0 (the slacks carry both constraints); the vectorised Newton called that
+    point infeasible (phi = 0) and skipped an update the reference takes."""
+    X = np.zeros((8, 3))
+    X[6, 2], X[7, 2] = 1, -1
+    y = np.array([-1] * 6 + [1, 1])
+    expected = reference_pumma(X, y, p="5/2", C=1, record_scores=True)
+    assert 7 in expected.updates
+    result = compare(expected, fast_pumma.primal(X, y, p="5/2", C=1), X)
     assert result.ok, result.describe()

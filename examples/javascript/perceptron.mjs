@@ -1,10 +1,12 @@
-// An outside implementation of perceptron-oracle's Perceptron (SPEC.md section 7), in plain
-// JavaScript with float64 numbers, checked against the golden files:
+// An outside implementation of perceptron-oracle's Perceptron (SPEC.md section 7) and of
+// HO_p(c) and the p-norm Perceptron with the linear kernel (section 10), in plain JavaScript
+// with float64 numbers, checked against the golden files:
 //
 //   node examples/javascript/perceptron.mjs conformance_data OUT_DIR
-//   perceptron-oracle verify --results OUT_DIR --algorithm perceptron
+//   perceptron-oracle verify --results OUT_DIR --algorithm perceptron \
+//       --algorithm higher_order --algorithm pnorm_perceptron --kernel linear
 //
-// It reads every case file the manifest lists, runs each perceptron case and writes one
+// It reads every case file the manifest lists, runs each case it implements and writes one
 // trace per case to OUT_DIR/<file>-<id>.json. It only needs the format documented in
 // conformance_data/README.md: nothing here is generated from the Python code.
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
@@ -88,6 +90,52 @@ function perceptron(X, y, epochs, kernelSpec, params) {
   return { mistakes, updates, final };
 }
 
+// HO_p(c), Figure 1 of Brotto, Gentile & Vitale with B kept explicitly (n x n, B_0 = I):
+// score = w.x with w = B^T g(B v), g the gradient of ||.||_p^2 / 2 (the identity for p = 2);
+// on a mistake (the k-th), rho_k by the rule, v += y x and B = B (I - rho_k x g(x)^T).
+function higherOrder(X, y, epochs, params) {
+  const p = rational(params.p), c = rational(params.c ?? "0");
+  const n = X[0].length, T = X.length;
+  const dot = (a, b) => a.reduce((s, v, i) => s + v * b[i], 0);
+  const g = (theta) => {
+    if (p === 2) return theta.slice();
+    const norm = theta.reduce((s, v) => s + Math.abs(v) ** p, 0) ** (1 / p);
+    if (norm === 0) return theta.map(() => 0);
+    return theta.map((v) => Math.sign(v) * Math.abs(v) ** (p - 1) / norm ** (p - 2));
+  };
+  const B = X[0].map((_, i) => X[0].map((_, j) => (i === j ? 1 : 0)));
+  const times = (M, z) => M.map((row) => dot(row, z));              // M z
+  const transposeTimes = (M, z) => z.map((_, j) => M.reduce((s, row, i) => s + row[j] * z[i], 0));
+  const v = new Array(n).fill(0), rhos = [], mistakes = [];
+  const weights = () => transposeTimes(B, g(times(B, v)));
+  for (let t = 0; t < epochs * T; t++) {
+    const x = X[t % T], label = y[t % T];
+    if (label * dot(weights(), x) > 0) continue;                    // a zero score is a mistake
+    mistakes.push(t);
+    const s = dot(v, x), k = mistakes.length;
+    let rho = { "c/k": c / k, theorem1: (1 - c) / (1 + Math.abs(s)), constant: c }[params.rho];
+    if (params.sparse && label * s < 0) rho = 0;
+    rhos.push(rho);
+    x.forEach((xi, i) => { v[i] += label * xi; });
+    if (rho !== 0) {                                                 // B -= rho (B x) g(x)^T
+      const Bx = times(B, x), gx = g(x);
+      B.forEach((row, i) => row.forEach((_, j) => { row[j] -= rho * Bx[i] * gx[j]; }));
+    }
+  }
+  return { mistakes, updates: mistakes, final: { w: weights(), v: v.slice(), rho: rhos } };
+}
+
+function run(algorithm, X, y, epochs, kernel, params) {
+  if (algorithm === "perceptron") return ["dual", perceptron(X, y, epochs, kernel, params)];
+  if (kernel !== "linear") return [null, null];
+  if (algorithm === "higher_order") return ["primal", higherOrder(X, y, epochs, params)];
+  if (algorithm === "pnorm_perceptron") {                            // HO_p(0): B = I
+    const ho = higherOrder(X, y, epochs, { ...params, c: "0", rho: "constant" });
+    return ["primal", { ...ho, final: { w: ho.final.w, v: ho.final.v } }];
+  }
+  return [null, null];
+}
+
 mkdirSync(outDir, { recursive: true });
 const manifest = JSON.parse(readFileSync(join(goldenDir, "manifest.json"), "utf8"));
 let written = 0;
@@ -95,13 +143,13 @@ for (const entry of manifest.files) {
   const doc = JSON.parse(readFileSync(join(goldenDir, entry.path), "utf8"));
   const stem = entry.path.replace(/\.json$/, "");
   for (const group of doc.groups) {
-    if (group.algorithm !== "perceptron") continue;
     for (const c of group.cases) {
       const X = c.X.map((row) => row.map(Number));  // shortest round-trip decimals
-      const run = perceptron(X, c.y, c.epochs, group.kernel, group.params);
+      const [form, result] = run(group.algorithm, X, c.y, c.epochs, group.kernel, group.params);
+      if (!result) continue;                           // not implemented here
       const trace = { format: "perceptron-oracle/trace@1", algorithm: group.algorithm,
-                      form: "dual", kernel: group.kernel, params: group.params,
-                      n_examples: X.length, epochs: c.epochs, ...run };
+                      form, kernel: group.kernel, params: group.params,
+                      n_examples: X.length, epochs: c.epochs, ...result };
       writeFileSync(join(outDir, `${stem}-${c.id}.json`), JSON.stringify(trace));
       written += 1;
     }
