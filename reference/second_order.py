@@ -485,6 +485,8 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
             scale = 1.0 / a_now
         if ambiguous_from is not None:
             fragile.append(t)
+        elif p["pseudoinverse"] and not state.inside:
+            pass  # s = 0 by structure (x_t outside span(X)), not by cancellation: robust
         else:
             M = math.sqrt(magnitude_float(abs(c)) * max(V2, 0.0)) + k * kmag
             err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (k + 1) * kappa * scale * M

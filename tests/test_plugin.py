@@ -19,13 +19,15 @@ def _pytest(tmp_path, *args):
 
 
 def test_plugin_passes_a_correct_implementation(tmp_path):
-    done = _pytest(tmp_path, "--oracle-impl", "wrong_perceptrons:correct")
+    done = _pytest(tmp_path, "--oracle-impl", "wrong_perceptrons:correct",
+                   "--oracle-algorithm", "perceptron")
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout and "failed" not in done.stdout
 
 
 def test_plugin_fails_a_wrong_implementation_case_by_case(tmp_path):
-    done = _pytest(tmp_path, "--oracle-impl", "wrong_perceptrons:tie_rule")
+    done = _pytest(tmp_path, "--oracle-impl", "wrong_perceptrons:tie_rule",
+                   "--oracle-algorithm", "perceptron")
     assert done.returncode == 1
     assert "test_golden_case[perceptron:perceptron.json:2]" in done.stdout  # one item a case
     assert "expected mistake" in done.stdout

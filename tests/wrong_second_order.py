@@ -6,6 +6,16 @@ The base (``MUTATIONS[""]``) is a correct, independent, exact implementation of 
 primal A = a_k I + X X^T with an incremental inverse for the linear kernel, the dual
 (a_k I + G)^{-1} with a bordered update for other rational kernels.  Every mutation returns
 a trace dict (``perceptron-oracle/trace@1``) with exact scores.
+
+The mutations in ``ROUNDED`` break the structure that keeps the exact numbers small (the
+digits of their matrices double with each update), so they round their matrix to float64
+after each update, as a float implementation would: they are wrong long before rounding
+matters, and exact they would run for hours on one golden case.
+
+Leaving x_t out of S_t changes no decision of the basic and adaptive forms: by
+Sherman-Morrison (A + x x^T)^{-1} x = A^{-1} x / (1 + x^T A^{-1} x), a positive multiple, so
+only the score shows the bug (the literal invariants of tests/test_second_order.py catch it).
+The pseudoinverse variant has no such identity, and there ``verify`` rejects it.
 """
 
 from __future__ import annotations
@@ -32,6 +42,12 @@ MUTATIONS = {
     "pinv_as_inverse": "the pseudoinverse replaced by (2^-30 I + S S^T)^{-1}",
 }
 
+ROUNDED = {"rank_one_sign", "bordered_transpose", "pinv_as_inverse"}
+
+
+def _rounded(M: list[list[Fraction]]) -> list[list[Fraction]]:
+    return [[Fraction(float(m)) for m in row] for row in M]
+
 
 def _exact_rows(X: Any) -> list[list[Fraction]]:
     return [[Fraction(v) for v in row] for row in (X.tolist() if hasattr(X, "tolist") else X)]
@@ -57,15 +73,16 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
         a = a_k(p, k + (mutation == "adaptive_off_by_one"))
         x = rows[j]
         if p["pseudoinverse"]:
-            S = seen + [j]
+            S = seen + ([] if mutation == "x_not_in_S" else [j])
             G = [[K(r, c) for c in S] for r in S]
             if mutation == "pinv_as_inverse":
                 Gi = _inverse([[g + (Fraction(1, 2**30) if r == c else 0)
                                 for c, g in enumerate(row)] for r, row in enumerate(G)],
                               Fraction(1))
+                Gi = _rounded(Gi)
             else:
                 Gi = pseudo_inverse(G)
-            ytil = [labels[i] for i in seen] + [0]
+            ytil = [labels[i] for i in seen] + [0] * (len(S) - len(seen))
             kx = [K(i, j) for i in S]
             score = sum(yi * sum(h * b for h, b in zip(row, kx)) for yi, row in zip(ytil, Gi))
         elif kern.is_linear:
@@ -99,12 +116,14 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
                 sign = 1 if mutation == "rank_one_sign" else -1
                 Ainv = [[m + sign * ui * ul / d for m, ul in zip(row, u)]
                         for row, ui in zip(Ainv, u)]
+                Ainv = _rounded(Ainv) if mutation in ROUNDED else Ainv
             elif not p["pseudoinverse"] and not kern.is_linear:
                 top = 1 if mutation == "bordered_transpose" else -1
                 H = [[m + hi * hl / delta for m, hl in zip(row, h)] for row, hi in zip(H, h)]
                 for row, hi in zip(H, h):
                     row.append(top * hi / delta)
                 H.append([-hi / delta for hi in h] + [1 / delta])
+                H = _rounded(H) if mutation in ROUNDED else H
             if is_mistake or mutation == "every_trial":
                 seen.append(j)
     final = _final(rows, labels, mistakes, p, kern, X, y, epochs, kernel)
