@@ -511,7 +511,7 @@ class PNorm:
         magnitude = pnorm_magnitude(self.theta_abs, z_abs, p, self.scale)
         if not isinstance(num, Fraction):
             ops = operations(self.K, self.n, 1, self.rho_errors)
-            if abs(num) <= own_error(p, ops, magnitude * self.scale, ctx):
+            if abs(num) <= own_error(p, ops, self.theta, z, ctx):
                 num = Fraction(0)  # a tie at the reference's precision (module docstring)
         score = Fraction(0) if num == 0 else to_mpf(num, ctx) / self.norm
         return score, num, magnitude

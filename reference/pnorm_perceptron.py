@@ -42,6 +42,8 @@ PARAMS = ParamSchema(
           check=lambda v: v >= 2, requirement=">= 2"),
 )
 
+#: The smallest subnormal float64: a nonzero magnitude that underflowed.
+TINY = 5e-324
 #: mpmath's own error allowance: a computed numerator within this many of its rounding
 #: errors of 0 is a tie (see the module docstring).
 SAFETY_P = 4
@@ -103,9 +105,12 @@ def score_from_numerator(num: Any, theta: list[Any], p: Fraction, ctx: Any) -> A
     return to_mpf(num, ctx) / norm_power(theta, p, ctx)
 
 
-def own_error(p: Fraction, operations: int, magnitude: float, ctx: Any) -> Any:
-    """E_P: the reference's own rounding allowance for an mpmath numerator (module doc)."""
-    return (ctx.mpf(SAFETY_P) * (to_mpf(p, ctx) + 1) * operations * magnitude
+def own_error(p: Fraction, operations: int, theta: list[Any], z: list[Any], ctx: Any) -> Any:
+    """E_P: the reference's own rounding allowance for an mpmath numerator (module doc),
+    on the magnitude sum_i |theta_i|^(p-1) |z_i| taken in mpmath too (a float64 one may
+    underflow where mpmath's numbers do not)."""
+    magnitude = numerator([abs(a) for a in theta], [abs(b) for b in z], p, ctx)
+    return (ctx.mpf(SAFETY_P) * (to_mpf(p, ctx) + 1) ** 2 * operations * magnitude
             * ctx.ldexp(1, -ctx.prec))
 
 
@@ -113,20 +118,22 @@ def pnorm_magnitude(theta_abs: list[float], z_abs: list[float], p: Fraction,
                     scale: float) -> float:
     """The fragile rule's magnitude for a p-norm score (SPEC draft): (p + 1) *
     sum_i Theta_i^(p-1) Z_i / ||theta||_p^(p-2), Theta >= |theta| and Z >= |z| the
-    componentwise magnitudes a float64 evaluation works with."""
+    componentwise magnitudes a float64 evaluation works with.  It is 0 only if every term
+    is: a term that underflows counts as the smallest subnormal (score_error_bound's
+    underflow allowance then applies)."""
     q = float(p) - 1
     total = 0.0
     for t, zz in zip(theta_abs, z_abs):
         if t and zz:
             try:
-                total += (t ** q) * zz
+                total += (t ** q) * zz or TINY
             except OverflowError:
                 return float("inf")
     if p == 2:
         return total
     if scale == 0 or scale == float("inf"):
         return float("inf") if total else 0.0
-    return (float(p) + 1) * total / scale
+    return (float(p) + 1) * total / scale or (TINY if total else 0.0)
 
 
 # -- the algorithm ------------------------------------------------------------------------
@@ -159,8 +166,7 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         ops = k + n + 16
         scale = float(norm) if p != 2 else 1.0
         magnitude = pnorm_magnitude(v_abs, abs_rows[j], p, scale)
-        if not isinstance(num, Fraction) and abs(num) <= own_error(p, ops, magnitude * scale,
-                                                                   ctx):
+        if not isinstance(num, Fraction) and abs(num) <= own_error(p, ops, v, x, ctx):
             num = Fraction(0)  # a tie at the reference's precision
         score = (Fraction(0) if num == 0 else num if p == 2 else to_mpf(num, ctx) / norm)
         if record_scores:

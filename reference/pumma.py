@@ -101,7 +101,7 @@ from ..params import Param, ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
-from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, Numbers, Rows, bound,
+from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, NotConverged, Numbers, Rows, bound,
                     _float, dual_bounds, finite, known_bounds, norm_error, remember_bounds,
                     run_modes, solve_2norm)
 
@@ -276,6 +276,7 @@ class _StateP:
         self.w = [num(0)] * len(rows[0])
         self.xi: dict[int, Any] = {}
         self.newton_steps = 0
+        self.doubt = False   # the last problem (3) was nearly infeasible (SPEC.md 12.5)
 
     def dot(self, j: int) -> Any:
         return self.ctx.fsum(a * b for a, b in zip(self.w, self.rows[j]))
@@ -301,6 +302,7 @@ class _StateP:
 
     def update(self, pos: int, neg: int) -> tuple[Any, float, bool] | None:
         ctx, num, p, C = self.ctx, self.num, self.p, self.C
+        self.doubt = False
         z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
         v = self.w
         th = self.link(v, self.q)                               # f(v)
@@ -326,6 +328,11 @@ class _StateP:
             tt2 = ctx.fsum(a * a for a in th) + (C * C * xi2 if C is not None else 0)
             zt = ctx.fsum(a * b for a, b in zip(z, th)) + (C * (xp + xn) if C else 0)
             D = zz2 * tt2 - zt * zt
+            # a float64 th may be off by the Hoelder term (SPEC.md 12.5) in every
+            # coordinate: where sin^2(z, th) is within it, a float form may decide
+            # feasibility the other way
+            hoelder = (32 * NEWTON_TOLERANCE) ** (1 / (float(p) - 1))
+            self.doubt = float(D) <= 4 * hoelder ** 2 * float(zz2 * tt2)
             if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
                 return None
             kappa = float((zz2 * tt2 + zt * zt) / D)
@@ -453,7 +460,9 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
         ops.steps += 1
     if max_steps:
         return lam, eta
-    raise ArithmeticError("PUMMA: Newton on the dual (18) did not converge")
+    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (problem (3) nearly "
+                       "infeasible: without a soft margin, w grows without bound on data "
+                       "that are not separable with margin; SPEC.md 12.5)")
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
@@ -495,8 +504,10 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                 m0 = (n + 8) * kern.depth + 8
                 result = st.update(new_pos, new_neg, model, m0) if two else st.update(
                     new_pos, new_neg)
-                if two and st.doubt:   # z ~ 0: a float64 form may call it infeasible
+                if st.doubt:   # z ~ 0: a float64 form may call it infeasible
                     fragile.append(t)
+                if st.doubt and not two and result is not None:
+                    model.lost = True   # a nearly infeasible problem (3) solved
                 if result is not None:
                     pos, neg, started = new_pos, new_neg, True
                     b = result[0]
@@ -534,8 +545,10 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
             result = st.update(new_pos, new_neg, model, m) if two else st.update(new_pos,
                                                                                  new_neg)
-            if two and st.doubt and (not fragile or fragile[-1] != t):
+            if st.doubt and (not fragile or fragile[-1] != t):
                 fragile.append(t)
+            if st.doubt and not two and result is not None:
+                model.lost = True   # a nearly infeasible problem (3) solved
             if result is not None:
                 pos, neg = new_pos, new_neg
                 b, kappa, case_ii = result

@@ -44,7 +44,9 @@ Numbers (parameter ``numbers``; the trace's params record the mode actually used
   length of the coefficients roughly doubles at each case-(ii) update (PITFALLS.md).
 - ``mpmath:BITS`` (or ``mpmath``: bits chosen from the run): mpmath at BITS bits, with the
   error bound of the fragile rule carried along at unit roundoff 2^-BITS; if that bound ever
-  exceeds 2^-64 (relative), the run is repeated at more bits (``_precision_for``).
+  exceeds 2^-64 (relative), the run is repeated at more bits (``_precision_for``); so is a
+  run whose Newton (PUMMA, p > 2) stalls (``NotConverged``: a nearly infeasible problem (3)
+  cancels more digits than the run has), at twice the bits, twice; then it raises.
 - ``auto`` (default): ``fraction`` where possible, abandoned for ``mpmath`` as soon as a
   coefficient's numerator or denominator exceeds ``FRACTION_BITS`` bits.  The choice is a
   function of the input alone, so a run is reproducible from its recorded params.
@@ -98,6 +100,11 @@ PARAMS = ParamSchema(DELTA, NUMBERS)
 
 class TooLarge(Exception):
     """Raised by a Fraction run in ``auto`` mode when the numbers outgrow FRACTION_BITS."""
+
+
+class NotConverged(ArithmeticError):
+    """Raised by an mpmath run whose Newton stalls short of its tolerance (``run_modes``
+    retries at more bits)."""
 
 
 # -- numbers ---------------------------------------------------------------------------------
@@ -195,10 +202,16 @@ def run_modes(numbers: str, rational: bool, trials: int,
         bits = int(numbers.partition(":")[2])
         with precision(bits):
             return run(Numbers("mpmath", bits))[0]
-    bits = _precision_for(trials)
+    bits = first = _precision_for(trials)
     for _ in range(6):
         with precision(bits):
-            result, rho = run(Numbers("mpmath", bits))
+            try:
+                result, rho = run(Numbers("mpmath", bits))
+            except NotConverged as exc:
+                if bits >= 4 * first:
+                    raise NotConverged(f"{exc} at {bits} bits") from None
+                bits *= 2
+                continue
         if rho <= MPMATH_TARGET:
             break
         bits += 64 * math.ceil((math.log2(rho) + 64) / 64) + 64  # the bits the bound lost

@@ -8,40 +8,53 @@ too).  A fast form must reproduce the reference's mistakes and updates exactly; 
 excuse is a trial the reference flags as fragile (SPEC.md), and the final state must match
 within the bounds the reference derives.
 
-The kernel items run on the first KERNEL_EXAMPLES examples of each drawn sequence, for at
-most two epochs: the exact references with a polynomial kernel (Fractions) or the Gaussian
-kernel (mpmath) grow fast in the number of mistakes, and the linear items already cover the
-long sequences.
+The linear items take the profile's number of examples (200 per strategy in ``ci``), and
+every fast form runs in them, the dual forms included.  The kernel items add the polynomial
+and Gaussian kernels with a quarter of that (50 in ``ci``), on the first KERNEL_EXAMPLES
+examples of each drawn sequence, for at most two epochs: the exact references with a
+polynomial kernel (Fractions) or the Gaussian kernel (mpmath) grow fast in the number of
+mistakes, and the linear items already cover the long sequences.
 """
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, given, reject, settings
 from hypothesis import strategies as st
 
 from perceptron_oracle.compare import compare
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.reference.romma import NotConverged
 from perceptron_oracle.registry import ALGORITHMS
 
 KERNEL_EXAMPLES = 8
+#: The kernel items' share of the profile's max_examples.
+KERNEL_SHARE = 4
 
 
-def _matrix() -> list:
-    cases = []
-    for algo in ALGORITHMS.values():
-        kernels = ["linear"] + (["poly", "rbf"] if algo.kernel_forms else [])
-        for kernel in kernels:
-            for strategy in SEQUENCES:
-                cases.append(pytest.param(algo.name, kernel, strategy,
-                                          id=f"{algo.name}:{kernel}:{strategy}"))
-    return cases
+def _matrix(kernel_families: tuple[str, ...]) -> list:
+    return [pytest.param(algo.name, kernel, strategy, id=f"{algo.name}:{kernel}:{strategy}")
+            for algo in ALGORITHMS.values() for kernel in kernel_families
+            if kernel == "linear" or algo.kernel_forms for strategy in SEQUENCES]
 
 
-@pytest.mark.parametrize("algorithm,kernel_family,strategy", _matrix())
+@pytest.mark.parametrize("algorithm,kernel_family,strategy", _matrix(("linear",)))
 @given(data=st.data())
 def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
                                     data: st.DataObject) -> None:
+    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, data)
+
+
+@pytest.mark.parametrize("algorithm,kernel_family,strategy", _matrix(("poly", "rbf")))
+@settings(max_examples=max(10, settings.default.max_examples // KERNEL_SHARE))
+@given(data=st.data())
+def test_kernel_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
+                                      data: st.DataObject) -> None:
+    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, data)
+
+
+def _compare_on_a_drawn_sequence(algorithm: str, kernel_family: str, strategy: str,
+                                 data: st.DataObject) -> None:
     algo = ALGORITHMS[algorithm]
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
     kernel = data.draw(KERNELS[kernel_family], label="kernel")
@@ -52,8 +65,13 @@ def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy
     X, y = (seq.X, seq.y) if linear else (seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES])
     forms = algo.forms_for(kernel, params)
     assert forms, f"no fast form takes {kernel} with {params}"
-    expected = algo.implementation("reference")(X, y, epochs=epochs, kernel=kernel,
-                                                record_scores=True, **params)
+    try:
+        expected = algo.implementation("reference")(X, y, epochs=epochs, kernel=kernel,
+                                                    record_scores=True, **params)
+    except NotConverged:  # PUMMA p > 2 where w grows without bound: no exact answer to
+        event("rejected: the reference's Newton did not converge")  # compare with
+        reject()
+
     first_update = expected.updates[0] if expected.updates else len(expected.scores)
     if any(s == 0 for s in expected.scores[first_update + 1:]):
         event("an exact tie (score 0) after the first update")
