@@ -9,7 +9,9 @@ excuse is a trial the reference flags as fragile (SPEC.md), and the final state 
 within the bounds the reference derives.
 
 The linear items take the profile's number of examples (200 per strategy in ``ci``), and
-every fast form runs in them, the dual forms included.  The kernel items add the polynomial
+every fast form runs in them, the dual forms included; the forms that take p = 2 only get
+their own linear items (ids ending ":p=2", parameters drawn for them), so that they too see
+the full number.  The kernel items add the polynomial
 and Gaussian kernels with a quarter of that (50 in ``ci``), on the first KERNEL_EXAMPLES
 examples of each drawn sequence, for at most two epochs: the exact references with a
 polynomial kernel (Fractions) or the Gaussian kernel (mpmath) grow fast in the number of
@@ -33,34 +35,45 @@ KERNEL_SHARE = 4
 
 
 def _matrix(kernel_families: tuple[str, ...]) -> list:
-    return [pytest.param(algo.name, kernel, strategy, id=f"{algo.name}:{kernel}:{strategy}")
+    return [pytest.param(algo.name, kernel, strategy,
+                         None if kernel == "linear" else algo.kernel_forms[0],
+                         id=f"{algo.name}:{kernel}:{strategy}")
             for algo in ALGORITHMS.values() for kernel in kernel_families
             if kernel == "linear" or algo.kernel_forms for strategy in SEQUENCES]
 
 
-@pytest.mark.parametrize("algorithm,kernel_family,strategy", _matrix(("linear",)))
+def _p2_matrix() -> list:
+    """Linear items with parameters drawn for the p = 2 forms only (HO's primal and dual,
+    PUMMA's dual), so that those forms too see the full number of examples."""
+    return [pytest.param(algo.name, "linear", strategy, algo.p2_forms[0],
+                         id=f"{algo.name}:linear:{strategy}:p=2")
+            for algo in ALGORITHMS.values() if algo.p2_forms for strategy in SEQUENCES]
+
+
+@pytest.mark.parametrize("algorithm,kernel_family,strategy,draw_for",
+                         _matrix(("linear",)) + _p2_matrix())
 @given(data=st.data())
 def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
-                                    data: st.DataObject) -> None:
-    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, data)
+                                    draw_for: str | None, data: st.DataObject) -> None:
+    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, draw_for, data)
 
 
-@pytest.mark.parametrize("algorithm,kernel_family,strategy", _matrix(("poly", "rbf")))
+@pytest.mark.parametrize("algorithm,kernel_family,strategy,draw_for", _matrix(("poly", "rbf")))
 @settings(max_examples=max(10, settings.default.max_examples // KERNEL_SHARE))
 @given(data=st.data())
 def test_kernel_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
-                                      data: st.DataObject) -> None:
-    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, data)
+                                      draw_for: str | None, data: st.DataObject) -> None:
+    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, draw_for, data)
 
 
 def _compare_on_a_drawn_sequence(algorithm: str, kernel_family: str, strategy: str,
-                                 data: st.DataObject) -> None:
+                                 draw_for: str | None, data: st.DataObject) -> None:
+    """``draw_for``: the form the parameters are drawn for (None: any form's)."""
     algo = ALGORITHMS[algorithm]
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
     kernel = data.draw(KERNELS[kernel_family], label="kernel")
     linear = kernel_family == "linear"
-    params = data.draw(PARAMS[algorithm](form=None if linear else algo.kernel_forms[0]),
-                       label="params")
+    params = data.draw(PARAMS[algorithm](form=draw_for), label="params")
     epochs = data.draw(st.integers(1, 3 if linear else 2), label="epochs")
     X, y = (seq.X, seq.y) if linear else (seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES])
     forms = algo.forms_for(kernel, params)
