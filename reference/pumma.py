@@ -101,9 +101,9 @@ from ..params import Param, ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
-from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, NotConverged, Numbers, Rows, bound,
-                    _float, dual_bounds, finite, known_bounds, norm_error, remember_bounds,
-                    run_modes, solve_2norm)
+from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, NotConverged, Numbers, Rows,
+                    bound, _float, dual_bounds, finite, known_bounds, norm_error,
+                    remember_bounds, run_modes, solve_2norm)
 
 class _OptionalRational(Param):
     """A rational, or None (given as None or "none")."""
