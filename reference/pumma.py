@@ -372,6 +372,7 @@ class _StateP:
 
 class _FloatOps:
     steps = 0
+    singular = 2.0 ** -200   # newton_dual's "Hessian singular" threshold (relative)
 
     @staticmethod
     def power(x: float, r: float) -> float:
@@ -388,6 +389,9 @@ class _MpOps:
     def __init__(self, ctx: Any):
         self.power, self.sign, self.fsum = ctx.power, ctx.sign, ctx.fsum
         self.steps = 0
+        # near the working precision: a fixed 2^-200 stalled the linear convergence to a
+        # sparse optimum (the ridge took over while the residual was still 2^-300)
+        self.singular = ctx.ldexp(1, -max(200, ctx.prec - 32))
 
 
 def _pnorm(ops: Any, v: list[Any], r: Any) -> Any:
@@ -445,7 +449,7 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
         if abs(gl) / 2 + abs(ge) / vv <= tol:        # the KKT residual of (17)
             return lam, eta
         det = hll * hee - hle * hle                  # -Hessian = [[hll, hle], [hle, hee]]
-        if not det > 2.0 ** -200 * (hll * hee):       # singular: phi sparse (J = 0 off its
+        if not det > ops.singular * (hll * hee):      # singular: phi sparse (J = 0 off its
             mu = 2.0 ** -20 * (abs(hll) + abs(hee)) or 1 + 0 * hll   # support); a ridge
             hll, hee = hll + mu, hee + mu
             det = hll * hee - hle * hle
@@ -460,9 +464,7 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
         ops.steps += 1
     if max_steps:
         return lam, eta
-    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (problem (3) nearly "
-                       "infeasible: without a soft margin, w grows without bound on data "
-                       "that are not separable with margin; SPEC.md 12.5)")
+    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (SPEC.md 12.5)")
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,

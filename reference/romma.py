@@ -45,8 +45,8 @@ Numbers (parameter ``numbers``; the trace's params record the mode actually used
 - ``mpmath:BITS`` (or ``mpmath``: bits chosen from the run): mpmath at BITS bits, with the
   error bound of the fragile rule carried along at unit roundoff 2^-BITS; if that bound ever
   exceeds 2^-64 (relative), the run is repeated at more bits (``_precision_for``); so is a
-  run whose Newton (PUMMA, p > 2) stalls (``NotConverged``: a nearly infeasible problem (3)
-  cancels more digits than the run has), at twice the bits, twice; then it raises.
+  run whose Newton (PUMMA, p > 2) stalls (``NotConverged``), at twice the bits, twice; then
+  it raises.
 - ``auto`` (default): ``fraction`` where possible, abandoned for ``mpmath`` as soon as a
   coefficient's numerator or denominator exceeds ``FRACTION_BITS`` bits.  The choice is a
   function of the input alone, so a run is reproducible from its recorded params.

@@ -15,8 +15,8 @@ the full number.  The kernel items add the polynomial and Gaussian kernels with 
 of that (50 in ``ci``), on the first KERNEL_EXAMPLES examples of each drawn sequence, for at
 most two epochs: the exact references with a polynomial kernel (Fractions) or the Gaussian
 kernel (mpmath) grow fast in the number of mistakes, and the linear items already cover the
-long sequences.  A draw where the reference raises NotConverged (PUMMA p > 2 on data it
-cannot separate, SPEC.md 12.5) has no exact answer to compare with and is rejected.
+long sequences.  A draw where the reference raises NotConverged (PUMMA p > 2, Newton
+stalled, SPEC.md 12.5) has no exact answer to compare with and is rejected.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def _compare_on_a_drawn_sequence(algorithm: str, kernel_family: str, strategy: s
     try:
         expected = algo.implementation("reference")(X, y, epochs=epochs, kernel=kernel,
                                                     record_scores=True, **params)
-    except NotConverged:  # PUMMA p > 2 where w grows without bound: no exact answer to
-        event("rejected: the reference's Newton did not converge")  # compare with
+    except NotConverged:  # no exact answer to compare with
+        event("rejected: the reference's Newton did not converge")
         reject()
 
     first_update = expected.updates[0] if expected.updates else len(expected.scores)

@@ -269,6 +269,26 @@ def test_lemma4_catches_newton_stopped_after_one_step():
     assert _caught("newton_one_step", lambda X, y: inv.check_lemma4(X, y, p=3), SETS) > 0
 
 
+def _theorem3_p3(X, y):
+    """Theorem 3 at p = 3, delta = 1/10, against the 2-norm optimum u (margin 1: a valid
+    comparator for every p, with ||u||_q^2 taken at q = 3/2)."""
+    u = inv.optimum_2norm(X, y)[0]
+    return inv.check_theorem3(X, y, u_norm2=inv._fr(inv._norm2(u, F(3, 2))), p=3,
+                              delta=F(1, 10), max_epochs=30)
+
+
+def test_theorem3_p3_catches_newton_stopped_after_one_step():
+    assert all(_theorem3_p3(X, y) is not None for X, y in SETS)  # the reference: verdicts
+    violations = 0
+    with wrong.planted("newton_one_step"):
+        for X, y in SETS:
+            try:
+                _theorem3_p3(X, y)
+            except inv.InvariantViolation:   # the margin check itself, not a crash
+                violations += 1
+    assert violations > 0
+
+
 @pytest.mark.parametrize("mutation,check", [
     ("lambda_sign", lambda X, y: inv.check_lemma4(X, y)),
     ("rhs_one", lambda X, y: inv.check_theorem2(X, y)),
