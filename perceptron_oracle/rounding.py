@@ -24,6 +24,8 @@ from fractions import Fraction
 from typing import Iterable
 
 UNIT_ROUNDOFF = 2.0 ** -53
+#: The smallest positive float64 (subnormal): a nonzero magnitude that underflowed.
+SMALLEST_SUBNORMAL = 5e-324
 SAFETY = 2.0
 
 
@@ -44,7 +46,7 @@ def magnitude_float(value: object) -> float:
     """A nonnegative magnitude as a float that is 0 only if the value is 0: a value below the
     float64 range becomes the smallest subnormal (``score_error_bound`` needs that)."""
     out = float(value)  # type: ignore[arg-type]
-    return out if out or not value else 5e-324
+    return out if out or not value else SMALLEST_SUBNORMAL
 
 
 def dyadic_exponent(value: Fraction) -> int | None:

@@ -31,8 +31,8 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import (exact_in_float64, magnitude_float, max_dyadic_exponent,
-                        score_error_bound)
+from ..rounding import (SMALLEST_SUBNORMAL, exact_in_float64, magnitude_float,
+                        max_dyadic_exponent, score_error_bound)
 from ..trace import Trace
 from ._common import check_epochs, exact_data
 
@@ -42,8 +42,6 @@ PARAMS = ParamSchema(
           check=lambda v: v >= 2, requirement=">= 2"),
 )
 
-#: The smallest subnormal float64: a nonzero magnitude that underflowed.
-TINY = 5e-324
 #: mpmath's own error allowance: a computed numerator within this many of its rounding
 #: errors of 0 is a tie (see the module docstring).
 SAFETY_P = 4
@@ -126,14 +124,14 @@ def pnorm_magnitude(theta_abs: list[float], z_abs: list[float], p: Fraction,
     for t, zz in zip(theta_abs, z_abs):
         if t and zz:
             try:
-                total += (t ** q) * zz or TINY
+                total += (t ** q) * zz or SMALLEST_SUBNORMAL
             except OverflowError:
                 return float("inf")
     if p == 2:
         return total
     if scale == 0 or scale == float("inf"):
         return float("inf") if total else 0.0
-    return (float(p) + 1) * total / scale or (TINY if total else 0.0)
+    return (float(p) + 1) * total / scale or (SMALLEST_SUBNORMAL if total else 0.0)
 
 
 # -- the algorithm ------------------------------------------------------------------------

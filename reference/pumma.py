@@ -150,6 +150,13 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     return run_modes(par["numbers"], rational, epochs * len(rows), run)
 
 
+def hoelder_share(p: Any) -> float:
+    """(32 NEWTON_TOLERANCE)^(1/(p-1)): how far, relative to the state's scale, a float64
+    Newton's w or th may sit from the exact one where the optimum is sparse (SPEC.md 12.5;
+    the map phi -> w is Hoelder continuous of order 1/(p - 1) there).  A stated rule."""
+    return (32 * NEWTON_TOLERANCE) ** (1 / (float(p) - 1))
+
+
 def pair_bias(wpos: Any, wneg: Any) -> Any:
     """(20): b = -(w.x_pos + w.x_neg) / 2, given w.x~_pos and w.x~_neg (with the slacks)."""
     return -(wpos + wneg) / 2
@@ -300,7 +307,11 @@ class _StateP:
         scale = ctx.power(n, 2 - r)
         return [ctx.sign(a) * ctx.power(abs(a), r - 1) * scale for a in v]
 
-    def update(self, pos: int, neg: int) -> tuple[Any, float, bool] | None:
+    def update(self, pos: int, neg: int, model: ErrorModel | None = None, m: int = 0
+               ) -> tuple[Any, float, bool] | None:
+        """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
+        Sets ``self.doubt`` when the problem is nearly infeasible; solving it then loses
+        ``model``'s state (SPEC.md 12.5; ``m`` is _State2's, unused here)."""
         ctx, num, p, C = self.ctx, self.num, self.p, self.C
         self.doubt = False
         z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
@@ -328,13 +339,13 @@ class _StateP:
             tt2 = ctx.fsum(a * a for a in th) + (C * C * xi2 if C is not None else 0)
             zt = ctx.fsum(a * b for a, b in zip(z, th)) + (C * (xp + xn) if C else 0)
             D = zz2 * tt2 - zt * zt
-            # a float64 th may be off by the Hoelder term (SPEC.md 12.5) in every
-            # coordinate: where sin^2(z, th) is within it, a float form may decide
-            # feasibility the other way
-            hoelder = (32 * NEWTON_TOLERANCE) ** (1 / (float(p) - 1))
-            self.doubt = float(D) <= 4 * hoelder ** 2 * float(zz2 * tt2)
+            # a float64 th may be off by the Hoelder share in every coordinate: where
+            # sin^2(z, th) is within it, a float form may decide feasibility the other way
+            self.doubt = float(D) <= 4 * hoelder_share(p) ** 2 * float(zz2 * tt2)
             if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
                 return None
+            if self.doubt and model is not None:
+                model.lost = True   # a nearly infeasible problem (3) solved
             kappa = float((zz2 * tt2 + zt * zt) / D)
             lam, eta = self._newton(z, th, vv, xp, xn, xi2)
             w = self.link([lam * a + eta * b for a, b in zip(z, th)], p)
@@ -504,12 +515,9 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                     updates.append(t)
                     continue
                 m0 = (n + 8) * kern.depth + 8
-                result = st.update(new_pos, new_neg, model, m0) if two else st.update(
-                    new_pos, new_neg)
+                result = st.update(new_pos, new_neg, model, m0)
                 if st.doubt:   # z ~ 0: a float64 form may call it infeasible
                     fragile.append(t)
-                if st.doubt and not two and result is not None:
-                    model.lost = True   # a nearly infeasible problem (3) solved
                 if result is not None:
                     pos, neg, started = new_pos, new_neg, True
                     b = result[0]
@@ -545,12 +553,9 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             mistakes.append(t)
         if not member and margin + slack < threshold:
             new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
-            result = st.update(new_pos, new_neg, model, m) if two else st.update(new_pos,
-                                                                                 new_neg)
+            result = st.update(new_pos, new_neg, model, m)
             if st.doubt and (not fragile or fragile[-1] != t):
                 fragile.append(t)
-            if st.doubt and not two and result is not None:
-                model.lost = True   # a nearly infeasible problem (3) solved
             if result is not None:
                 pos, neg = new_pos, new_neg
                 b, kappa, case_ii = result
@@ -654,7 +659,7 @@ def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
         # by more than the residual where the optimum is sparse: the map phi -> w is only
         # Hoelder continuous there, of order q - 1 = 1/(p - 1).  A stated rule (SPEC.md),
         # with a factor 32 on the tolerance.
-        hoelder = scale * (32 * NEWTON_TOLERANCE) ** (1 / (float(par["p"]) - 1))
+        hoelder = scale * hoelder_share(par["p"])
         out["final.w"] = [bound(rho, abs(float(v)) + scale, 8, v) + hoelder
                           for v in final["w"]]
         b_slack += hoelder * max(math.fsum(abs(float(v)) for v in r) for r in rows)

@@ -276,3 +276,20 @@ def test_mutants_follow_the_verify_protocol():
     same = W.MUTANTS[""]("higher_order", X, y, epochs=2, kernel="linear",
                          params={"c": Fraction(1, 2)})
     assert (same.mistakes, same.final) == (ref.mistakes, ref.final)
+
+
+def test_an_underflowing_pnorm_score_is_fragile():
+    """x_9 = (0.71, 5e-324) against v = x_0 = (5e-324, -0.23), p = 7: the exact score is
+    -1.1e-324, below float64's range, and its magnitude underflows too; the trial must be
+    flagged (SPEC.md 3), and the fast form (score 0.0, a mistake) is excused there."""
+    from perceptron_oracle.compare import compare
+    from perceptron_oracle.fast.pnorm_perceptron import primal
+
+    X = np.array([[5e-324, -0.22920927], [-0.58449006, -0.13884268], [-0.28601833, 1.0],
+                  [0.0, 1.0], [-0.95728294, 0.75560948], [0.4346227, 3.54506238e-242],
+                  [-0.78975257, 0.96342986], [0.04233228, 0.11219047],
+                  [0.02472955, 0.12350747], [0.70765384, 5e-324]])
+    y = np.array([1, 1, -1, -1, -1, -1, -1, -1, -1, -1])
+    expected = pnorm_perceptron(X, y, p=7, record_scores=True)
+    assert expected.mistakes == [0] and 9 in expected.fragile
+    assert compare(expected, primal(X, y, p=7), X).ok

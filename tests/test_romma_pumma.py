@@ -312,3 +312,37 @@ def test_every_mutation_is_callable_and_differs_from_the_reference():
             ref = (romma if algorithm == "romma" else pumma)(X, y, epochs=3, **params)
             differs += not (got.updates == ref.updates and got.final == ref.final)
         assert (differs > 0) == (name != ""), name
+
+
+# -- Newton at high precision (SPEC.md 12.5) ----------------------------------------------------
+
+def test_newton_reaches_its_tolerance_at_high_precision():
+    """Six separable points, p = 4, delta = 1/10, 30 epochs: the run needs 832 bits, where a
+    fixed singular-Hessian threshold of 2^-200 stalled Newton short of 2^-416."""
+    X = np.array([[3.0, 3], [-3, -3], [3, -3], [3, 2], [3, -1], [-2, 0]])
+    y = np.array([1, -1, 1, 1, 1, -1])
+    trace = pumma(X, y, epochs=30, p=4, delta=Fraction(1, 10))
+    assert trace.params["numbers"] == "mpmath:832" and trace.updates
+
+
+def test_a_stalled_newton_is_retried_at_more_bits_then_named(monkeypatch):
+    import mpmath
+
+    from perceptron_oracle.reference import pumma as pumma_ref
+    from perceptron_oracle.reference.romma import NotConverged
+
+    original, tried = pumma_ref.newton_dual, []
+
+    def stalls(ops, z, th, vv, p, soft, start, tol, max_steps=None):
+        if isinstance(vv, float):          # the float64 warm start runs as usual
+            return original(ops, z, th, vv, p, soft, start, tol, max_steps)
+        tried.append(2 * int(-mpmath.log(tol, 2)))   # tol = 2^-(bits/2)
+        raise NotConverged("stalled")
+
+    monkeypatch.setattr(pumma_ref, "newton_dual", stalls)
+    X, y = SETS[2]
+    with pytest.raises(NotConverged, match=r"stalled at \d+ bits") as caught:
+        pumma(X, y, epochs=2, p=3)
+    first = tried[0]
+    assert tried == [first, 2 * first, 4 * first]
+    assert f"at {4 * first} bits" in str(caught.value)

@@ -5,6 +5,7 @@ at a size CI affords (SPEC.md, "romma / pumma", fast forms)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -297,3 +298,16 @@ def test_p_above_2_soft_margin_optimum_with_w_zero():
     assert 7 in expected.updates
     result = compare(expected, fast_pumma.primal(X, y, p="5/2", C=1), X)
     assert result.ok, result.describe()
+
+
+def test_a_nearly_infeasible_update_is_fragile():
+    """p = 5/2 on small integers (SPEC.md 12.5): after trial 12 the exact w is (0, -1), and
+    trial 13's z = (0, 2) = -2 th makes problem (3) infeasible; the fast primal's th_0 ~ 1e-8
+    makes it feasible.  The reference flags the trial, and the comparison accepts it."""
+    X = np.array([[-1.0, 2], [0, -1], [0, 0], [2, -1], [0, 1]] + [[0, 0]] * 6
+                 + [[-2, 0], [0, 0], [0, -2], [0, 0], [0, 0], [0, 0], [1, 0]])
+    y = np.array([-1] * 11 + [1, 1] + [-1] * 4 + [1])
+    expected = reference_pumma(X, y, epochs=3, p=Fraction(5, 2), record_scores=True)
+    actual = fast_pumma.primal(X, y, epochs=3, p=Fraction(5, 2))
+    assert 13 not in expected.updates and 13 in expected.fragile
+    assert compare(expected, actual, X).ok
