@@ -72,6 +72,17 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="only the cases with this kernel family: linear, poly, rbf "
                              "(repeatable)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")
+    for name, text in (("peers", "scikit-learn's and river's Perceptrons through the oracle "
+                                 "(needs the peers extra)"),
+                       ("fragility", "the share of fragile trials on real data and on the "
+                                     "golden set, per algorithm")):
+        sub = commands.add_parser(name, help=text, add_help=False)
+        sub.add_argument("rest", nargs=argparse.REMAINDER)
+    verify.add_argument("--strict", action="store_true",
+                        help="a case that is not applicable, or a final-state key that is not "
+                             "reported, is a failure")
+    verify.add_argument("--report", default=None, metavar="FILE.json",
+                        help="write the verdicts as JSON, one record per case")
     return parser
 
 
@@ -144,7 +155,8 @@ def _check(args: argparse.Namespace) -> int:
     progress = verify.progress_bar()
     failures = []
     for i, (case, form) in enumerate(jobs):
-        result = verify.verify([case], lambda c: verify.run_fast_form(c, form))[0]
+        result = verify.verify([case], lambda c: verify.run_fast_form(c, form),
+                               partial=False)[0]
         key = (case.algorithm, form, case.file, case.group, case.group_comment)
         rows.setdefault(key, []).append(result)
         if not result.ok:
@@ -187,43 +199,90 @@ def _golden(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    """PASS, FAIL or N/A per case, then one summary row per algorithm (CONTRACT.md, partial
+    conformance).  Exit 1 on any failure, and when no case at all was checked."""
+    import hashlib
+    import json
     import pathlib
 
     from . import golden, verify
 
-    cases = golden.load(_golden_dir(args))
+    directory = _golden_dir(args)
+    cases = golden.load(directory)
     if args.algorithm:
+        from .registry import get
+
+        for name in args.algorithm:
+            get(name)  # an unknown name is an input error, not "nothing to check"
         cases = [c for c in cases if c.algorithm in args.algorithm]
     if args.kernel:
         cases = [c for c in cases if c.kernel.partition(":")[0] in args.kernel]
     if args.impl:
         impl = verify.load_callable(args.impl)
-        results = verify.verify(cases, lambda c: verify.run_external(c, impl),
-                                verify.progress_bar())
+        produce = lambda c: verify.run_external(c, impl)  # noqa: E731
     else:
-        directory = pathlib.Path(args.results)
-        if not directory.is_dir():
-            raise OracleInputError(f"--results {directory}: not a directory")
-        results = verify.verify(cases, lambda c: verify.read_result_file(directory, c),
-                                verify.progress_bar())
-    failed = [r for r in results if not r.ok]
+        results_dir = pathlib.Path(args.results)
+        if not results_dir.is_dir():
+            raise OracleInputError(f"--results {results_dir}: not a directory")
+        produce = lambda c: verify.read_result_file(results_dir, c)  # noqa: E731
+    results = verify.verify(cases, produce, verify.progress_bar())
+    if args.strict:
+        for r in results:
+            if r.status == verify.NOT_APPLICABLE:
+                r.status, r.message = verify.FAIL, f"not applicable (--strict): {r.message}"
+            elif r.ok and r.not_reported:
+                r.status = verify.FAIL
+                r.message = f"final state not reported (--strict): {', '.join(r.not_reported)}"
+    labels = {verify.PASS: "PASS", verify.FAIL: "FAIL", verify.NOT_APPLICABLE: "N/A "}
     for r in results:
-        if not r.ok or not args.quiet:
-            status = "PASS" if r.ok else "FAIL"
-            print(f"{status} {r.case.name} [{r.case.algorithm}] {r.case.comment}: {r.message}")
-    manifest = _golden_dir(args) / "manifest.json"
-    import hashlib
+        if r.status == verify.FAIL or not args.quiet:
+            print(f"{labels[r.status]} {r.case.name} [{r.case.algorithm}] {r.case.comment}: "
+                  f"{r.message}")
+    summaries = verify.summarize(results)
+    print(f"\n{'algorithm':<18}{'passed':>7}{'failed':>7}{'n/a':>6}  not applicable (cases), "
+          "final-state keys not reported (cases)")
+    for algorithm, s in summaries.items():
+        reasons = "; ".join(f"{reason} ({n})" for reason, n in s.not_applicable.most_common())
+        keys = ", ".join(f"{key} ({n})" for key, n in s.not_reported.most_common())
+        print(f"{algorithm:<18}{s.passed:>7}{s.failed:>7}{sum(s.not_applicable.values()):>6}  "
+              f"{reasons or '-'}" + (f"\n{'':<40}keys not reported: {keys}" if keys else ""))
+    digest = hashlib.sha256((directory / "manifest.json").read_bytes()).hexdigest()[:16]
+    passed = sum(s.passed for s in summaries.values())
+    failed = sum(s.failed for s in summaries.values())
+    not_applicable = len(results) - passed - failed
+    print(f"golden set {directory} (manifest sha256 {digest}...): {passed} passed, "
+          f"{failed} failed, {not_applicable} not applicable")
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as handle:
+            json.dump({"format": "perceptron-oracle/verify-report@1",
+                       "golden_manifest_sha256": digest, "strict": args.strict,
+                       "cases": [r.record() for r in results]}, handle, indent=1)
+            handle.write("\n")
+    if failed:
+        return 1
+    if passed == 0:
+        print("nothing was checked: every selected case is not applicable", file=sys.stderr)
+        return 1
+    return 0
 
-    digest = hashlib.sha256(manifest.read_bytes()).hexdigest()[:16]
-    print(f"golden set {manifest.parent} (manifest sha256 {digest}...): "
-          f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+
+def _peers(args: argparse.Namespace) -> int:
+    from . import peers
+
+    return peers.main(args.rest)
+
+
+def _fragility(args: argparse.Namespace) -> int:
+    from . import fragility
+
+    return fragility.main(args.rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _build_parser().parse_args(argv)
-        commands = {"run": _run, "check": _check, "golden": _golden, "verify": _verify}
+        commands = {"run": _run, "check": _check, "golden": _golden, "verify": _verify,
+                    "peers": _peers, "fragility": _fragility}
         return commands[args.command](args)
     except OracleInputError as exc:
         print(f"perceptron-oracle: error: {exc}", file=sys.stderr)

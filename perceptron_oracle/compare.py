@@ -29,6 +29,7 @@ class Comparison:
     first_divergence: int | None = None   # the first trial that differs, if any
     excused: bool = False                 # that trial is fragile: either branch is right
     problems: list[str] = field(default_factory=list)
+    not_reported: list[str] = field(default_factory=list)  # expected keys the trace lacks
 
     def describe(self) -> str:
         if self.ok and self.first_divergence is None:
@@ -40,10 +41,14 @@ class Comparison:
 
 
 def compare(expected: Trace, actual: Trace, X: Any = None,
-            bounds: dict[str, Any] | None = None) -> Comparison:
+            bounds: dict[str, Any] | None = None, partial: bool = False) -> Comparison:
     """``expected`` is a reference trace; ``actual`` any trace of the same run.  The final
     state is compared within ``bounds`` (a golden case states them), or within the bounds
-    derived from ``X``, the run's data."""
+    derived from ``X``, the run's data.
+
+    With ``partial`` (an outside implementation that keeps only part of the state, say w and
+    b), a key of the expected final state that ``actual`` lacks is listed in
+    ``not_reported`` and not compared; without it, a missing key is a failure."""
     total = expected.n_examples * expected.epochs
     header = [f"{name}: expected {getattr(expected, name)!r}, got {getattr(actual, name)!r}"
               for name in ("algorithm", "n_examples", "epochs", "kernel")
@@ -72,24 +77,28 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
             f"perceptron_oracle.reference.{get(expected.algorithm).module}")
         bounds = module.final_error_bounds(expected, X)
     problems: list[str] = []
+    missing: list[str] | None = [] if partial else None
     _compare_values("final", expected.final, actual.final, bounds or {}, problems,
-                    loose=bounds is None)
-    return Comparison(not problems, total, problems=problems)
+                    loose=bounds is None, missing=missing)
+    return Comparison(not problems, total, problems=problems, not_reported=missing or [])
 
 
 def _compare_values(path: str, exp: Any, act: Any, bounds: dict[str, Any],
-                    problems: list[str], loose: bool) -> None:
-    key = path.split(".")[-1]
+                    problems: list[str], loose: bool, missing: list[str] | None) -> None:
+    """Compare ``act`` with ``exp`` under ``path``; a key ``act`` lacks goes to ``missing``
+    (partial comparison) or, when ``missing`` is None, to ``problems``."""
     if isinstance(exp, dict):
         if not isinstance(act, dict):
             problems.append(f"{path}: expected an object")
             return
         for name in exp:
-            if name not in act:
-                problems.append(f"{path}.{name}: missing")
-            else:
+            if name in act:
                 _compare_values(f"{path}.{name}", exp[name], act[name], bounds, problems,
-                                loose)
+                                loose, missing)
+            elif missing is not None:
+                missing.append(f"{path}.{name}")
+            else:
+                problems.append(f"{path}.{name}: missing")
         return
     if isinstance(exp, list):
         if not isinstance(act, list) or len(act) != len(exp):

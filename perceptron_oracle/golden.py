@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.resources
 import json
 import os
 import pathlib
@@ -48,11 +49,12 @@ class GoldenFileError(OracleInputError):
 
 
 def default_directory() -> pathlib.Path:
-    """``$PERCEPTRON_ORACLE_GOLDEN``, else ``conformance_data/`` of this source tree."""
+    """``$PERCEPTRON_ORACLE_GOLDEN``, else the golden files installed with the package (the
+    repository's ``conformance_data/``, package ``perceptron_oracle.conformance_data``)."""
     env = os.environ.get("PERCEPTRON_ORACLE_GOLDEN")
     if env:
         return pathlib.Path(env)
-    return pathlib.Path(__file__).resolve().parent.parent / "conformance_data"
+    return pathlib.Path(str(importlib.resources.files("perceptron_oracle.conformance_data")))
 
 
 # -- specifications: what the generator writes --------------------------------------------

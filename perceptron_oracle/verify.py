@@ -10,45 +10,110 @@ tolerances):
   parameters (Fractions, ints, bools, None, names), returning a trace (or its JSON dict);
 - trace files written by any program (``verify --results DIR``): ``DIR/<file>-<id>.json``
   for case ``id`` of golden file ``<file>.json``, in the ``perceptron-oracle/trace@1`` format.
+
+Partial conformance (CONTRACT.md): an outside implementation may implement part of an
+algorithm.  A callable raises ``NotImplementedError(reason)`` for a case it does not support,
+and a missing trace file means the case was not run: either way the case is *not
+applicable*, never a pass.  Mistakes and updates are always compared; the final state on the
+keys the implementation reports, and the expected keys it does not report are listed.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import pathlib
 import sys
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .compare import compare
 from .errors import OracleInputError, TraceFormatError
 from .golden import Case
 from .registry import get
+from . import trace as trace_files
 from .trace import Trace
 
 External = Callable[..., Any]
 
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not_applicable"
+
 
 @dataclass
 class CaseResult:
+    """The verdict on one golden case: ``status`` is PASS, FAIL or NOT_APPLICABLE;
+    ``message`` says why (for a failure, the first diverging trial; for a case that does not
+    apply, the implementation's reason)."""
+
     case: Case
-    ok: bool
-    excused: bool
+    status: str
     message: str
+    excused: bool = False                 # passed up to a fragile trial
+    first_divergence: int | None = None
+    not_reported: list[str] = field(default_factory=list)
     seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == PASS
+
+    def record(self) -> dict[str, Any]:
+        """One JSON record of ``verify --report``."""
+        return {"case": self.case.name, "algorithm": self.case.algorithm,
+                "kernel": self.case.kernel, "status": self.status, "message": self.message,
+                "first_divergence": self.first_divergence, "excused": self.excused,
+                "not_reported": self.not_reported, "seconds": round(self.seconds, 6)}
+
+
+@dataclass
+class Summary:
+    """The verdicts on one algorithm's cases."""
+
+    passed: int = 0
+    failed: int = 0
+    not_applicable: Counter[str] = field(default_factory=Counter)   # reason -> cases
+    not_reported: Counter[str] = field(default_factory=Counter)     # final-state path -> cases
+
+    @property
+    def checked(self) -> int:
+        return self.passed + self.failed
+
+
+def summarize(results: Iterable[CaseResult]) -> dict[str, Summary]:
+    """Per algorithm, in the order the cases come."""
+    out: dict[str, Summary] = {}
+    for r in results:
+        s = out.setdefault(r.case.algorithm, Summary())
+        if r.status == PASS:
+            s.passed += 1
+        elif r.status == FAIL:
+            s.failed += 1
+        else:
+            s.not_applicable[r.message] += 1
+        s.not_reported.update(r.not_reported)
+    return out
 
 
 def load_callable(spec: str) -> External:
-    """``MODULE:CALLABLE`` (dots allowed in both parts), with a clear error."""
+    """``MODULE:CALLABLE`` (dots allowed in both parts), with a clear error.  The current
+    directory is searched first, as pytest, uvicorn and gunicorn do (a console script does
+    not put it on ``sys.path`` by itself)."""
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
         raise OracleInputError(f"--impl expects MODULE:CALLABLE, got {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise OracleInputError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module itself fails: a syntax error, an error at import
+        raise OracleInputError(f"importing {module_name!r} raised "
+                               f"{type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(target, part):
             raise OracleInputError(f"{module_name!r} has no attribute {attr!r}")
@@ -58,23 +123,29 @@ def load_callable(spec: str) -> External:
     return target
 
 
-def judge(case: Case, actual: Any) -> CaseResult:
-    """Compare one implementation's trace (a Trace or its JSON dict) with the case."""
+def judge(case: Case, actual: Any, partial: bool = True) -> CaseResult:
+    """Compare one implementation's trace (a Trace or its JSON dict) with the case.  With
+    ``partial`` the final state is compared on the keys the trace reports."""
     try:
         trace = actual if isinstance(actual, Trace) else Trace.from_dict(actual)
     except TraceFormatError as exc:
-        return CaseResult(case, False, False, f"not a valid trace: {exc}")
-    result = compare(case.expected, trace, bounds=case.tolerance)
+        return CaseResult(case, FAIL, f"not a valid trace: {exc}")
+    result = compare(case.expected, trace, bounds=case.tolerance, partial=partial)
     if result.ok:
-        return CaseResult(case, True, result.excused, result.describe())
+        return CaseResult(case, PASS, result.describe(), excused=result.excused,
+                          first_divergence=result.first_divergence,
+                          not_reported=result.not_reported)
     message = result.describe()
     if result.first_divergence is not None:
         message = _with_exact_score(case, result.first_divergence, message)
-    return CaseResult(case, False, False, message)
+    return CaseResult(case, FAIL, message, first_divergence=result.first_divergence,
+                      not_reported=result.not_reported)
 
 
 def _with_exact_score(case: Case, trial: int, message: str) -> str:
     """Re-run the reference with scores to say what the exact score was there."""
+    if "exact score" in message:
+        return message
     reference = get(case.algorithm).implementation("reference")
     expected = reference(case.X, case.y, epochs=case.epochs, kernel=case.kernel,
                          record_scores=True, **case.params)
@@ -101,21 +172,24 @@ def forms_for(case: Case) -> list[str]:
 
 
 def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
-           progress: Callable[[int, int], None] | None = None) -> list[CaseResult]:
+           progress: Callable[[int, int], None] | None = None,
+           partial: bool = True) -> list[CaseResult]:
+    """Judge ``produce(case)`` on every case.  ``NotImplementedError`` from ``produce`` makes
+    the case not applicable (its message is the reason); any other exception fails it."""
     cases = list(cases)
     results = []
     for i, case in enumerate(cases):
         start = time.perf_counter()
         try:
             actual = produce(case)
-        except FileNotFoundError as exc:
-            results.append(CaseResult(case, False, False, f"no trace: {exc.filename}"))
-            continue
+        except NotImplementedError as exc:
+            result = CaseResult(case, NOT_APPLICABLE, str(exc) or "NotImplementedError")
+        except TraceFormatError as exc:
+            result = CaseResult(case, FAIL, f"not a valid trace: {exc}")
         except Exception as exc:  # an outside implementation may raise anything
-            results.append(CaseResult(case, False, False,
-                                      f"raised {type(exc).__name__}: {exc}"))
-            continue
-        result = judge(case, actual)
+            result = CaseResult(case, FAIL, f"raised {type(exc).__name__}: {exc}")
+        else:
+            result = judge(case, actual, partial)
         result.seconds = time.perf_counter() - start
         results.append(result)
         if progress:
@@ -123,12 +197,17 @@ def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
     return results
 
 
-def read_result_file(directory: pathlib.Path, case: Case) -> Any:
-    path = directory / f"{pathlib.Path(case.file).stem}-{case.id}.json"
+def result_file(directory: pathlib.Path, case: Case) -> pathlib.Path:
+    return directory / f"{pathlib.Path(case.file).stem}-{case.id}.json"
+
+
+def read_result_file(directory: pathlib.Path, case: Case) -> Trace:
+    """The trace file of ``case``; a missing file means the case was not run."""
+    path = result_file(directory, case)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"{path}: not valid JSON ({exc})") from None
+        return trace_files.load_trace_file(path)
+    except FileNotFoundError:
+        raise NotImplementedError(f"no trace file ({path.name} not in the results)") from None
 
 
 def progress_bar(stream: Any = sys.stderr) -> Callable[[int, int], None] | None:
