@@ -5,7 +5,9 @@ block-ahead driver.  ``primal`` keeps w and b (linear kernel only; X dense or CS
 keeps alpha over a support set and the kernel rows k(x_s, X) of its support vectors, each
 computed once when the example first updates (up to ``KERNEL_CACHE_BYTES``; rows of further
 support vectors are recomputed per block).  The hypotheses' statistics (votes, longest
-survivor, averaged) follow from the list of updates alone and are computed once at the end.
+survivor, averaged) follow from the list of updates and the number of trials the alpha-bound
+blocked under each hypothesis (Khardon & Wachman's Figure 2: a blocked trial does not vote),
+and are computed once at the end.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class _Model:
         self.bound = p["alpha_bound"]
         self.alpha = np.zeros(y.shape[0], dtype=np.int64)
         self.b = self.b0
+        self.blocked = [0]  # blocked[k]: trials the alpha-bound blocked while h_k was in force
         self.lam_terms = (self.lam * y * kernel.diagonal(X)) if self.lam else None
 
     def lambda_trick(self, scores: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -44,13 +47,25 @@ class _Model:
         return scores
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
+        """The trials that update; counts the blocked ones the driver will consume.
+
+        The driver consumes a block up to its first update (or whole), and nothing changes
+        alpha before that trial, so the blocked trials before it are final and all belong
+        to the hypothesis in force, h_k with k = len(self.blocked) - 1.
+        """
         wants = margins <= self.tau
         if self.bound is not None:
-            wants &= self.alpha[start:stop] < self.bound
+            room = self.alpha[start:stop] < self.bound
+            blocked = wants & ~room
+            wants &= room
+            if blocked.any():
+                end = int(np.argmax(wants)) if wants.any() else wants.shape[0]
+                self.blocked[-1] += int(np.count_nonzero(blocked[:end]))
         return wants
 
     def count_update(self, j: int) -> None:
         self.alpha[j] += 1
+        self.blocked.append(0)
         self.b += self.eta * self.C * self.y[j]
 
 
@@ -134,15 +149,16 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
 
 def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
            kern: Kernel) -> dict[str, Any]:
-    """The hypotheses' statistics, from the updates alone (reference.perceptron's docstring).
+    """The hypotheses' statistics (reference.perceptron's docstring).
 
-    h_k lives from update k to update k+1, so its vote is the number of trials between them;
-    the averaged coefficients sum, for each update, the votes of every hypothesis after it.
+    h_k lives from update k to update k+1; its vote is the number of trials between them less
+    those the alpha-bound blocked (Figure 2: they neither update nor vote).  The averaged
+    coefficients sum, for each update, the votes of every hypothesis after it.
     """
     T = y.shape[0]
     examples = np.asarray(updates, dtype=np.int64) % T
     bounds = np.concatenate([[-1], updates, [epochs * T]])
-    votes = (np.diff(bounds) - 1).astype(np.int64)
+    votes = (np.diff(bounds) - 1 - np.asarray(model.blocked, dtype=np.int64)).astype(np.int64)
     longest = int(np.argmax(votes))
     after = np.cumsum(votes[::-1])[::-1]   # after[k] = sum of the votes of h_k, h_k+1, ...
     averaged = np.zeros(T, dtype=np.int64)

@@ -93,8 +93,17 @@ def check_bookkeeping(trace: Trace, seq: Sequence, params: dict[str, Any]) -> No
         _require(trace.updates == trace.mistakes, "updates != mistakes with tau = 0")
     votes = trace.final["votes"]
     _require(len(votes) == len(trace.updates) + 1, "one vote per hypothesis h_0 .. h_K")
-    _require(sum(votes) == T * trace.epochs - len(trace.updates),
-             "the votes must count exactly the trials without an update")
+    # Khardon & Wachman's Figure 2: h_k votes on the trials in force with y score > tau, never
+    # on an update nor on a mistake (a mistake that does not update was blocked by the bound)
+    edges = np.concatenate([[-1], np.asarray(trace.updates, dtype=np.int64),
+                            [T * trace.epochs]])
+    free = np.diff(edges) - 1 - np.diff(np.searchsorted(
+        np.setdiff1d(np.asarray(trace.mistakes, dtype=np.int64), trace.updates), edges))
+    _require(all(0 <= c <= f for c, f in zip(votes, free.tolist())),
+             "a vote counts an update or a mistake (or is negative)")
+    if not params.get("tau") or bound is None:  # blocked: only mistakes (tau = 0) / none
+        _require(list(votes) == free.tolist(), "the votes must count exactly the trials that "
+                 "are neither updates nor mistakes")
     _require(trace.final["averaged"]["total_votes"] == sum(votes), "total_votes != sum(votes)")
 
 

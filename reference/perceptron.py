@@ -11,10 +11,14 @@ section 2.1, w = eta sum_j alpha_j y_j x_j with alpha_j the number of updates ex
 caused, so one code path serves every kernel; the primal w is read off at the end for the
 linear kernel.  Every quantity is a Fraction (an mpf for the Gaussian kernel).
 
-Hypotheses (section 2.5), all reported in ``final``: h_k is the state after k updates and its
-vote c_k the number of trials on which it was in force and did not change.  ``last`` is h_K;
-``longest_survivor`` the h_k with the largest c_k (the earliest on a tie); ``voted`` predicts
-sign(sum_k c_k sign(h_k(x))); ``averaged`` is sum_k c_k h_k.
+Hypotheses (section 2.5 and Figure 2), all reported in ``final``: h_k is the state after k
+updates and its vote c_k the number of trials on which it was in force and predicted y_t with
+margin, y_t score_t > tau (Figure 2's "else if (y_hat = y_j): vote_k <- vote_k + 1", the
+complement of its update condition): a trial the alpha-bound blocks neither updates nor
+votes.  ``last`` is h_K; ``longest_survivor`` the h_k with the largest c_k (the earliest on a
+tie: Figure 2's "if (tally > best tally)"); ``voted`` predicts sign(sum_{k=1}^K c_k
+sign(h_k(x))), Figure 2's "for i <- 1 to k", which leaves out the initial h_0;
+``averaged`` is sum_{k=0}^K c_k h_k.
 """
 
 from __future__ import annotations
@@ -105,8 +109,9 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             alpha[j] += 1
             signed_updates += label
             votes.append(0)
-        else:
+        elif margin - tau > 0:             # y_hat = y (Figure 2): h_k survives and votes
             votes[-1] += 1
+        # else: blocked by the alpha-bound, neither an update nor a vote (Figure 2)
 
     if votes[-1] > votes[longest[0]]:
         longest = (len(votes) - 1, list(alpha))
@@ -208,7 +213,10 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
 
     Returns +1 or -1 by the sign of the score, and 0 where the score is exactly 0: no
     decision, which the protocol counts as a mistake whatever the label (SPEC.md).
-    ``mode`` is one of ``last``, ``longest_survivor``, ``voted``, ``averaged``.
+    ``mode`` is one of ``last``, ``longest_survivor``, ``voted``, ``averaged``.  ``voted`` is
+    Figure 2's sign(sum_{i=1}^k vote_i sign(h_i(x))) over the hypotheses h_1 .. h_K that
+    updates created (the initial h_0 has no say; with no update at all the sum is empty and
+    the prediction 0); ``averaged`` is the sign of sum_{k=0}^K c_k h_k(x).
     """
     if mode not in PREDICTION_MODES:
         raise ValueError(f"mode must be one of {PREDICTION_MODES}, got {mode!r}")
@@ -223,8 +231,8 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
     for x in new_rows:
         # s_k(x) = s_{k-1}(x) + eta y_u (k(x_u, x) + C): the score of every h_k, in order
         steps = [eta * labels[u] * (kern.exact(rows[u], x, ctx) + C) for u in order]
-        if mode == "voted":
-            s, total = b0, trace.final["votes"][0] * _sign(b0)
+        if mode == "voted":  # Figure 2: "for i <- 1 to k", h_0 left out
+            s, total = b0, 0
             for step, vote in zip(steps, trace.final["votes"][1:]):
                 s += step
                 total += vote * _sign(s)

@@ -2,8 +2,9 @@
 
 ``perceptron_oracle verify`` must reject every one of them, naming the first trial where it
 diverges (tests/test_golden.py).  The base (``MUTATIONS[""]``) is a correct, independent,
-exact implementation of SPEC.md section 7 for the linear kernel; other kernels are delegated
-to the reference, so a planted bug shows on the linear cases.
+exact implementation of SPEC.md section 7 for the linear kernel (votes by Khardon & Wachman's
+Figure 2: a trial blocked by the alpha-bound does not vote); other kernels are delegated to
+the reference, so a planted bug shows on the linear cases.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MUTATIONS = {
     "alpha_off_by_one": "alpha_bound + 1 updates per example",
     "freund_schapire_votes": "a new hypothesis' vote starts at 1 (voted weights off by one)",
     "longest_latest": "the latest hypothesis wins a tie for the longest survivor",
+    "blocked_votes": "a trial the alpha-bound blocks votes for the hypothesis in force",
     "averaged_no_b0": "the averaged bias leaves out the votes' b0",
 }
 
@@ -53,7 +55,8 @@ def wrong(mutation, algorithm, X, y, *, epochs, kernel, params):
             mistakes.append(t)
             mistaken[j] = True
         room = bound is None or alpha[j] < bound + (mutation == "alpha_off_by_one")
-        if ((margin < tau) if mutation == "strict_margin" else (margin <= tau)) and room:
+        wants = (margin < tau) if mutation == "strict_margin" else (margin <= tau)
+        if wants and room:
             updates.append(t)
             w = [a + eta * label * c for a, c in zip(w, x)]
             step = label * C if mutation == "eta_not_in_bias" else eta * label * C
@@ -61,7 +64,7 @@ def wrong(mutation, algorithm, X, y, *, epochs, kernel, params):
             alpha[j] += 1
             votes.append(1 if mutation == "freund_schapire_votes" else 0)
             states.append((list(w), b, list(alpha)))
-        else:
+        elif not wants or mutation == "blocked_votes":  # Figure 2: "else if (y_hat = y_j)"
             votes[-1] += 1
     best = max(votes)
     k = (len(votes) - 1 - votes[::-1].index(best)) if mutation == "longest_latest" else \

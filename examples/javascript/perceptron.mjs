@@ -41,6 +41,8 @@ function kernelOf(spec) {
 }
 
 // The general Perceptron in dual form: alpha[j] counts the updates example j caused.
+// Votes as in Khardon & Wachman's Figure 2: the hypothesis in force votes on a trial with
+// y score > tau; a trial the alpha-bound blocks neither updates nor votes.
 function perceptron(X, y, epochs, kernelSpec, params) {
   const k = kernelOf(kernelSpec);
   const eta = rational(params.eta), b0 = rational(params.b0), C = rational(params.C);
@@ -67,7 +69,7 @@ function perceptron(X, y, epochs, kernelSpec, params) {
       b += eta * y[j] * C;
       votes.push(0);
       snapshots.push(alpha.slice());
-    } else {
+    } else if (margin > tau) {
       votes[votes.length - 1] += 1;
     }
   }
