@@ -29,8 +29,15 @@ _precision: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 
 Exact = Union[int, Fraction]
-_RATIONAL = re.compile(r"^[+-]?\d+(/\d+)?$")
-_DECIMAL = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_RATIONAL = re.compile(r"([+-]?)([0-9]+)(?:/([0-9]+))?")          # matched whole, ASCII digits
+_DECIMAL = re.compile(r"[+-]?([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
+
+#: The most digits one integer of an exact number may have: the numerator or the denominator
+#: of "p/q", or a JSON integer in a trace (SPEC.md section 5).  The largest in any golden case
+#: has 16,708 (ROMMA's w on romma_pumma.json case 6); the limit leaves a factor of six.  It
+#: bounds the work of reading one number: Python's int() and gcd are quadratic in the digits,
+#: and a decimal such as "1e999999999" would otherwise build a billion-digit power of ten.
+MAX_EXACT_DIGITS = 100_000
 
 
 @contextlib.contextmanager
@@ -75,12 +82,19 @@ def to_fraction(value: object) -> Fraction:
         return Fraction(value)
     if isinstance(value, str):
         text = value.strip()
-        if _RATIONAL.match(text):
-            numerator, _, denominator = text.partition("/")
-            return Fraction(_parse_int(numerator), _parse_int(denominator or "1"))
-        if _DECIMAL.match(text):
+        if _RATIONAL.fullmatch(text):
+            return parse_rational(text)
+        decimal = _DECIMAL.fullmatch(text)
+        if decimal and (decimal.group(1) or decimal.group(2)):
+            digits = len(decimal.group(1)) + len(decimal.group(2))
+            exponent = decimal.group(3) or "0"
+            if digits > MAX_EXACT_DIGITS or len(exponent) > 12 or \
+                    digits + abs(int(exponent)) > MAX_EXACT_DIGITS:
+                raise ValueError(f"{_clip(text)} has more than {MAX_EXACT_DIGITS} digits "
+                                 "written out, the limit for one exact number")
             return Fraction(text)
-        raise ValueError(f"not an exact number: {value!r} (use an integer, a decimal or p/q)")
+        raise ValueError(f"not an exact number: {_clip(text)} (use an integer, a decimal or "
+                         "p/q)")
     if isinstance(value, _mpf):
         if not mpmath.isfinite(value):
             raise ValueError(f"not a finite number: {value!r}")
@@ -92,11 +106,50 @@ def to_fraction(value: object) -> Fraction:
 
 
 def is_rational_string(text: str) -> bool:
-    return bool(_RATIONAL.match(text))
+    """``"p/q"`` or ``"p"``: an optional sign, ASCII digits, nothing around them."""
+    return _RATIONAL.fullmatch(text) is not None
+
+
+def parse_rational(text: str, max_digits: int = MAX_EXACT_DIGITS) -> Fraction:
+    """The Fraction that ``"p/q"`` or ``"p"`` writes.  ValueError, naming the problem, for
+    anything else, a zero denominator, or a numerator or denominator of more than
+    ``max_digits`` digits (checked before any conversion, so a refusal costs nothing)."""
+    match = _RATIONAL.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not an exact number: {_clip(text)} (write p/q or p)")
+    sign, numerator, denominator = match.groups()
+    for part, digits in (("numerator", numerator), ("denominator", denominator or "")):
+        if len(digits) > max_digits:
+            raise ValueError(f"an exact number whose {part} has {len(digits)} digits (the limit "
+                             f"is {max_digits}): {_clip(text)}")
+    q = _parse_int(denominator) if denominator is not None else 1
+    if q == 0:
+        raise ValueError(f"an exact number with denominator 0: {_clip(text)}")
+    p = _parse_int(numerator)
+    return Fraction(-p if sign == "-" else p, q)
+
+
+def parse_integer(text: str, max_digits: int = MAX_EXACT_DIGITS) -> int:
+    """A decimal integer (optional sign, ASCII digits) of at most ``max_digits`` digits, read
+    in chunks beyond Python's 4300-digit limit; ValueError otherwise."""
+    match = _RATIONAL.fullmatch(text)
+    if match is None or match.group(3) is not None:
+        raise ValueError(f"not an integer: {_clip(text)}")
+    sign, digits, _ = match.groups()
+    if len(digits) > max_digits:
+        raise ValueError(f"an integer of {len(digits)} digits (the limit is {max_digits})")
+    n = _parse_int(digits)
+    return -n if sign == "-" else n
+
+
+def _clip(text: str, width: int = 40) -> str:
+    """``repr(text)``, cut to about ``width`` characters for an error message."""
+    return repr(text) if len(text) <= width else repr(text[:width]) + f"... ({len(text)} chars)"
 
 
 def format_exact(value: Exact) -> str:
-    """``"p/q"``, or ``"p"`` for an integer: the exact-number form of the trace (CONTRACT.md)."""
+    """``"p/q"``, or ``"p"`` for an integer: the exact-number form of the trace (SPEC.md
+    section 5)."""
     value = Fraction(value)
     if value.denominator == 1:
         return _format_int(value.numerator)
