@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import mpmath
 from mpmath.ctx_mp_python import _mpf
 
-from .numbers import to_fraction
+from .numbers import format_exact, to_fraction
 from .registry import get
 from .trace import Trace
 
@@ -50,7 +51,8 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
     b), a key of the expected final state that ``actual`` lacks is listed in
     ``not_reported`` and not compared; without it, a missing key is a failure."""
     total = expected.n_examples * expected.epochs
-    header = [f"{name}: expected {getattr(expected, name)!r}, got {getattr(actual, name)!r}"
+    header = [f"{name}: expected {_brief(getattr(expected, name))}, got "
+              f"{_brief(getattr(actual, name))}"
               for name in ("algorithm", "n_examples", "epochs", "kernel")
               if getattr(expected, name) != getattr(actual, name)]
     if header:
@@ -115,11 +117,12 @@ def _compare_values(path: str, exp: Any, act: Any, bounds: dict[str, Any],
 def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[str],
                     loose: bool) -> None:
     if not _is_number(exp) or (isinstance(exp, int) and isinstance(act, int)):
-        if exp != act or not _is_number(exp) and type(exp) is not type(act):
-            problems.append(f"{path}: expected {exp!r}, got {act!r}")
+        if exp != act or type(exp) is not type(act) and (
+                not _is_number(exp) or isinstance(act, bool)):
+            problems.append(f"{path}: expected {_brief(exp)}, got {_brief(act)}")
         return
     if not _is_number(act):
-        problems.append(f"{path}: expected a number, got {act!r}")
+        problems.append(f"{path}: expected a number, got {_brief(act)}")
         return
     diff = abs(to_fraction(exp) - to_fraction(act))
     if bound is not None:
@@ -129,8 +132,8 @@ def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[st
     else:
         allowed = Fraction(0)
     if diff > allowed:
-        problems.append(f"{path}: expected {_show(exp)}, got {act!r} "
-                        f"(off by {float(diff):.3g}, allowed {float(allowed):.3g})")
+        problems.append(f"{path}: expected {_show(exp)}, got {_show(act)} "
+                        f"(off by {_approx(diff, 3)}, allowed {_approx(allowed, 3)})")
 
 
 def _is_number(value: Any) -> bool:
@@ -139,9 +142,31 @@ def _is_number(value: Any) -> bool:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, Fraction):
-        return f"{value} (~{float(value):.17g})" if value.denominator != 1 else str(value)
+    """A number for a message, short whatever its size: ``p/q (~double)``, with p/q cut
+    when it is long (an exact number may have thousands of digits)."""
+    if not _is_number(value):
+        return _brief(value)
+    exact = to_fraction(value)
+    text = format_exact(exact)
+    if len(text) > 60:
+        text = f"{text[:24]}...({len(text)} characters)"
+    if exact.denominator == 1 and len(text) <= 20:
+        return text
+    return f"{text} (~{_approx(exact, 17)})"
+
+
+def _approx(value: Fraction, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, also beyond the float64 range."""
     try:
-        return f"{float(to_fraction(value)):.17g}"
-    except (TypeError, ValueError):
-        return repr(value)
+        return f"{float(value):.{digits}g}"
+    except OverflowError:
+        with mpmath.workprec(64):
+            return mpmath.nstr(mpmath.mpf(value.numerator) / value.denominator, digits)
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` cut to about 60 characters."""
+    if _is_number(value):
+        return _show(value)
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:50]}...({len(text)} characters)"

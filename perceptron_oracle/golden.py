@@ -116,6 +116,7 @@ FAMILIES: dict[str, str] = {
     "higher_order": "perceptron_oracle.golden_cases:higher_order_file",
     "second_order": "perceptron_oracle.golden_cases:second_order_file",
     "romma_pumma": "perceptron_oracle.golden_cases:romma_pumma_file",
+    "alma": "perceptron_oracle.golden_cases:alma_file",
 }
 
 
@@ -305,8 +306,13 @@ def load(directory: pathlib.Path | None = None) -> list[Case]:
         raise GoldenFileError(f"{manifest_path}: not a {MANIFEST_FORMAT} manifest")
     cases: list[Case] = []
     for entry in manifest["files"]:
-        path = directory / str(entry.get("path"))
-        if not path.exists():
+        name = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or pathlib.PurePath(name).name != name or \
+                not name.endswith(".json"):
+            raise GoldenFileError(f"{manifest_path}: a file entry must name a .json file "
+                                  f"of the directory, got {entry!r:.80}")
+        path = directory / name
+        if not path.is_file():
             raise GoldenFileError(f"{path}: listed in the manifest but missing")
         raw = path.read_bytes()
         digest = hashlib.sha256(raw).hexdigest()
@@ -315,7 +321,12 @@ def load(directory: pathlib.Path | None = None) -> list[Case]:
                                   f"{entry.get('sha256')} (edited by hand, truncated or "
                                   "tampered with: regenerate with `perceptron-oracle golden`)")
         document = _read_json(path)
-        cases.extend(_parse_document(path.name, document))
+        try:
+            cases.extend(_parse_document(path.name, document))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, GoldenFileError):
+                raise
+            raise GoldenFileError(f"{path}: malformed ({type(exc).__name__}: {exc})") from None
         if document["numberOfCases"] != entry.get("numberOfCases"):
             raise GoldenFileError(f"{path}: numberOfCases disagrees with the manifest")
     return cases
@@ -324,8 +335,9 @@ def load(directory: pathlib.Path | None = None) -> list[Case]:
 def _read_json(path: pathlib.Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GoldenFileError(f"{path}: not valid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError too
+        raise GoldenFileError(f"{path}: not valid JSON ({type(exc).__name__}: "
+                              f"{str(exc)[:200]})") from None
 
 
 def _parse_document(name: str, doc: Any) -> list[Case]:

@@ -127,7 +127,8 @@ def judge(case: Case, actual: Any, partial: bool = True) -> CaseResult:
     """Compare one implementation's trace (a Trace or its JSON dict) with the case.  With
     ``partial`` the final state is compared on the keys the trace reports."""
     try:
-        trace = actual if isinstance(actual, Trace) else Trace.from_dict(actual)
+        trace = actual if isinstance(actual, Trace) else Trace.from_dict(actual,
+                                                                         numeric_final=True)
     except TraceFormatError as exc:
         return CaseResult(case, FAIL, f"not a valid trace: {exc}")
     result = compare(case.expected, trace, bounds=case.tolerance, partial=partial)
@@ -189,7 +190,11 @@ def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
         except Exception as exc:  # an outside implementation may raise anything
             result = CaseResult(case, FAIL, f"raised {type(exc).__name__}: {exc}")
         else:
-            result = judge(case, actual, partial)
+            try:
+                result = judge(case, actual, partial)
+            except (ValueError, TypeError, ArithmeticError) as exc:  # say it, and go on
+                result = CaseResult(case, FAIL, f"cannot be compared: {type(exc).__name__}: "
+                                                f"{exc}")
         result.seconds = time.perf_counter() - start
         results.append(result)
         if progress:

@@ -187,3 +187,36 @@ def test_verify_results_directory(tmp_path, capsys, cases):
 def test_verify_impl_errors(spec, message, capsys):
     assert main(["verify", "--impl", spec]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda m, d: m.update(files=[1]), "a file entry must name a .json file"),
+    (lambda m, d: m["files"][0].update(path="../../etc/passwd.json"),
+     "a file entry must name a .json file"),
+    (lambda m, d: d.update(groups=5), "malformed"),
+    (lambda m, d: d["groups"][0]["params"].update(tau="1/0"), "malformed"),
+], ids=["entry-not-an-object", "path-outside", "groups-not-a-list", "params-1/0"])
+def test_a_malformed_golden_directory_is_refused_naming_the_file(tmp_path, capsys, break_it,
+                                                                 message):
+    """Even with a manifest whose checksums agree: one line on stderr, exit 2."""
+    import hashlib
+    target = _copy(tmp_path)
+    manifest = json.loads((target / "manifest.json").read_text())
+    path = target / FILES[0]["path"]
+    doc = json.loads(path.read_text())
+    break_it(manifest, doc)
+    text = json.dumps(doc)
+    path.write_text(text)
+    if isinstance(manifest["files"][0], dict) and manifest["files"][0]["path"] == path.name:
+        manifest["files"][0]["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["verify", "--results", str(tmp_path), "--golden", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and ".json" in err
+
+
+def test_a_deeply_nested_manifest_is_refused(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["check", "--golden", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "manifest.json: not valid JSON" in err

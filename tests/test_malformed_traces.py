@@ -374,8 +374,6 @@ def test_exact_number_of_a_million_digits(results, broken, capsys):
     assert seconds < 10
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason="compare's failure message "
-                   "writes the numbers with str()/repr(), which raise beyond 4300 digits")
 def test_exact_number_at_the_digit_limit_is_read(results, broken, capsys):
     """At the limit the number is read (and is wrong): the refusal is the limit, not the
     4300 digits of Python's int()."""
