@@ -5,8 +5,12 @@ third-party Python implementation, one pytest item per case.
            [--oracle-algorithm perceptron ...]
 
 ``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
-``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Without
-``--oracle-impl`` the plugin does nothing.  Expected failures are the caller's to declare,
+``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Items:
+``test_golden_case[<algorithm>:<file>.json:<id>]`` for every golden case and
+``test_check[<algorithm>:<check>]`` for every check of ``properties.checks.yield_checks``
+(hypothesis draws); NotImplementedError from ``function``, or a final-state key its trace
+lacks, makes an item a skip with the reason.  Without ``--oracle-impl`` the plugin does
+nothing and imports nothing beyond pytest.  Expected failures are the caller's to declare,
 with a reason, through pytest's own ``-k``/xfail machinery; none are built in.
 """
 
@@ -60,6 +64,12 @@ def oracle_impl(request: Any) -> Any:
 
 
 def pytest_generate_tests(metafunc: Any) -> None:
+    if "oracle_check" in metafunc.fixturenames:
+        from .properties.checks import ALGORITHMS, yield_checks
+
+        only = metafunc.config.getoption("oracle_algorithm")
+        checks = [c for a in ALGORITHMS if not only or a in only for c in yield_checks(a)]
+        metafunc.parametrize("oracle_check", checks, ids=[c.id for c in checks])
     if "oracle_case" in metafunc.fixturenames:
         from . import golden
 

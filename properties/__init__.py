@@ -2,5 +2,12 @@
 
 Importable by any implementation's test suite: ``strategies`` draws online sequences and
 parameters; one module per family (``perceptron``, ...) holds that family's invariants as
-functions that take an implementation callable and raise ``InvariantViolation``.
+functions that raise ``InvariantViolation`` (one class, defined in ``_base`` and exported
+here and by every family module).  ``checks`` is the check library for outside
+implementations: ``yield_checks(algorithm)`` lists the checks that apply to an
+implementation called in ``verify``'s protocol, ``check_implementation`` runs them.
 """
+
+from ._base import InvariantViolation
+
+__all__ = ["InvariantViolation"]

@@ -1,6 +1,7 @@
-"""Invariants of the Higher-Order Perceptron HO_p(c) (issue 3, item 4; SPEC.md "higher_order").
+"""Invariants of the Higher-Order Perceptron HO_p(c) (Brotto, Gentile & Vitale, "On
+Higher-Order Perceptron Algorithms", NIPS 2006; SPEC.md "higher_order").
 
-Two kinds of checks:
+Three kinds of checks:
 
 - on an implementation (any callable with the protocol ``impl(X, y, *, epochs, kernel,
   **params) -> Trace``, fast forms included): :func:`check_reduces_to_first_order`;
@@ -9,6 +10,11 @@ Two kinds of checks:
   schedule, the sparse rule, r_k's range, eq. (3), the matrix A_k (symmetric, positive
   semidefinite, spectral norm at most 1, the factor form of its update) and Theorem 1's
   mistake bound (2) on the transformed sequence of eq. (1).
+
+- on a trace alone (an outside implementation, which has no internals to observe): the
+  quantities are recomputed exactly from the data and the trace's own mistakes
+  (:func:`trace_rhos`): :func:`check_trace_r_range`, :func:`check_trace_eq3` (with the final
+  w = A_K v_K) and :func:`check_trace_theorem1`, within a stated slack for float64 data.
 
 Every check raises :class:`InvariantViolation` naming what broke.  The Run carries what each
 check needs; quantities a check can recompute from the trace (v_{k-1}.x_t, B_{k-1} from the
@@ -29,13 +35,14 @@ from ..reference.higher_order import _run, resolve_params, rho_rule
 from ..reference.perceptron import perceptron
 from ..reference.pnorm_perceptron import pnorm_perceptron
 from ..trace import Trace
-from .perceptron import InvariantViolation
+from ._base import InvariantViolation
 
 Implementation = Callable[..., Trace]
 
 __all__ = ["InvariantViolation", "Run", "observe", "check_reduces_to_first_order",
            "check_rho_schedule", "check_sparse_rule", "check_r_range", "check_eq3",
-           "check_matrix", "check_theorem1", "theorem1_bound", "unit_norm"]
+           "check_matrix", "check_theorem1", "theorem1_bound", "unit_norm",
+           "trace_rhos", "check_trace_r_range", "check_trace_eq3", "check_trace_theorem1"]
 
 
 def _require(condition: bool, message: str) -> None:
@@ -131,7 +138,10 @@ def check_reduces_to_first_order(impl: Implementation, X: Any, y: Any, *, epochs
     _require(trace.mistakes == first.mistakes,
              f"HO_{p}(0) mistakes {trace.mistakes} differ from {name}'s {first.mistakes}")
     _require(trace.updates == trace.mistakes, "updates != mistakes (HO is mistake-driven)")
-    _require(all(r == 0 for r in trace.final["rho"]), "rho != 0 with c = 0")
+    if "rho" in trace.final:  # an outside implementation may not report rho or w
+        _require(all(r == 0 for r in trace.final["rho"]), "rho != 0 with c = 0")
+    if "w" not in trace.final:
+        return trace
     got = [to_fraction(v) for v in trace.final["w"]]
     want = [to_fraction(v) for v in first.final["w"]]
     scale = max([abs(v) for v in want] + [Fraction(1)])
@@ -319,4 +329,151 @@ def check_theorem1(run: Run, u: Any, gammas: Any = (Fraction(1, 100), Fraction(1
         _require(count <= bound, f"{count} mistakes exceed Theorem 1's bound {bound:.6g} "
                                  f"(gamma = {gamma}, D = {float(D):.6g}, alpha = {alpha:.4g})")
     del n
+    return len(gammas)
+
+
+# -- checks on a trace alone (outside implementations) ------------------------------------
+#: Relative slack of the trace checks: the data are float64 (instances of unit norm only up
+#: to rounding) and an outside implementation's reported numbers are float64.
+TRACE_SLACK = Fraction(1, 2**30)
+
+
+def _near_unit(rows: list[list[Fraction]]) -> bool:
+    """Every instance of unit 2-norm up to float64 rounding (|  ||x||^2 - 1 | <= 2^-40)."""
+    return all(abs(sum(v * v for v in row) - 1) <= Fraction(1, 2**40) for row in rows)
+
+
+@dataclass
+class TraceMistake:
+    t: int
+    j: int
+    k: int
+    label: int
+    s: Fraction      # v_{k-1}.x_t, recomputed from the trace's mistakes
+    rho: Fraction    # the reported rho_k (checked against the rule) or the rule's
+
+
+def trace_rhos(trace: Trace, rows: list[list[Fraction]], labels: list[int],
+               params: dict[str, Any]) -> list[TraceMistake]:
+    """Every mistake of the trace with s = v_{k-1}.x_t recomputed exactly and rho_k: Figure
+    1's rule (c/k, theorem1's (1 - c)/(1 + |s|), or constant c; 0 on a sparse run's mistake
+    with y s < 0).  Where the trace reports ``final.rho`` each reported rho_k must be the
+    rule's (within TRACE_SLACK) and is the one used."""
+    reported = trace.final.get("rho")
+    if reported is not None:
+        _require(len(reported) == len(trace.mistakes),
+                 f"final.rho has {len(reported)} entries for {len(trace.mistakes)} mistakes")
+    T, n = len(rows), len(rows[0])
+    v = [Fraction(0)] * n
+    out = []
+    for k, t in enumerate(trace.mistakes, 1):
+        j = t % T
+        x, label = rows[j], labels[j]
+        s = _dot(v, x)
+        want = Fraction(rho_rule(params, k, s))
+        if params["sparse"] and label * s < 0:
+            want = Fraction(0)
+        rho = want
+        if reported is not None:
+            rho = to_fraction(reported[k - 1])
+            _require(abs(rho - want) <= TRACE_SLACK * (1 + abs(want)),
+                     f"mistake {k} (trial {t}): rho = {float(rho):.6g}, the rule "
+                     f"{params['rho']} gives {want} ~ {float(want):.6g} (Figure 1)")
+        out.append(TraceMistake(t, j, k, label, s, rho))
+        v = [a + label * b for a, b in zip(v, x)]
+    return out
+
+
+def check_trace_r_range(trace: Trace, rows: list[list[Fraction]], labels: list[int],
+                        params: dict[str, Any]) -> int:
+    """Unit-norm x (up to rounding), c/k or theorem1: every r_k = 1 - rho_k y_t s - rho_k
+    lies in [1 - c, 1 + c] (c/k) or [c, 2 - c] (theorem1), Theorem 1's c <= r_k <= 2 - c,
+    with s and rho_k from :func:`trace_rhos`.  Returns the number of mistakes checked."""
+    mistakes = trace_rhos(trace, rows, labels, params)
+    rule = params["rho"]
+    if rule == "constant" or not _near_unit(rows):
+        return 0
+    c = params["c"]
+    lo, hi = (1 - c, 1 + c) if rule == "c/k" else (c, 2 - c)
+    for m in mistakes:
+        r = 1 - m.rho * m.label * m.s - m.rho
+        _require(lo - TRACE_SLACK <= r <= hi + TRACE_SLACK,
+                 f"mistake {m.k} (trial {m.t}): r_k = {float(r):.6g} outside [{lo}, {hi}] "
+                 f"(Theorem 1's proof)")
+    return len(mistakes)
+
+
+def check_trace_eq3(trace: Trace, rows: list[list[Fraction]], labels: list[int],
+                    params: dict[str, Any]) -> int:
+    """p = 2, linear kernel, unit-norm x (up to rounding), c/k or theorem1: with
+    A_k = (I - rho_k x x^T) A_(k-1) (I - rho_k x x^T) rebuilt exactly from the trace's
+    mistakes and :func:`trace_rhos`, ||B_k v_k||^2 = v_k^T A_k v_k <= (2 - c')^2 k after every
+    mistake (eq. 3); and where the trace reports ``final.w`` it is A_K v_K (SPEC.md 10.6)
+    within TRACE_SLACK.  Returns the number of mistakes checked."""
+    mistakes = trace_rhos(trace, rows, labels, params)
+    cp = _c_prime(params)
+    if params["p"] != 2:
+        return 0
+    n = len(rows[0])
+    A = [[Fraction(int(i == l)) for l in range(n)] for i in range(n)]
+    v = [Fraction(0)] * n
+    bounded = cp is not None and _near_unit(rows)
+    for m in mistakes:
+        x = rows[m.j]
+        v = [a + m.label * b for a, b in zip(v, x)]
+        if m.rho:
+            Ax = [_dot(row, x) for row in A]                  # A x (A symmetric)
+            xAx = _dot(x, Ax)
+            # (I - r x x^T) A (I - r x x^T) = A - r (Ax x^T + x xA^T) + r^2 (x^T A x) x x^T
+            A = [[A[i][l] - m.rho * (Ax[i] * x[l] + x[i] * Ax[l])
+                  + m.rho * m.rho * xAx * x[i] * x[l] for l in range(n)] for i in range(n)]
+        if bounded:
+            norm2 = _dot(v, [_dot(row, v) for row in A])
+            limit = (2 - cp) ** 2 * m.k
+            _require(norm2 <= limit * (1 + TRACE_SLACK),
+                     f"mistake {m.k} (trial {m.t}): ||B_k v_k||^2 = {float(norm2):.6g} > "
+                     f"(2 - c')^2 k = {float(limit):.6g} (eq. 3)")
+    if "w" in trace.final:
+        got = [to_fraction(c) for c in trace.final["w"]]
+        want = [_dot(row, v) for row in A]
+        scale = max([abs(c) for c in want] + [Fraction(1)])
+        _require(len(got) == n and all(abs(a - b) <= scale * TRACE_SLACK
+                                       for a, b in zip(got, want)),
+                 f"final w {[float(c) for c in got]} is not A_K v_K "
+                 f"{[float(c) for c in want]} (A_K rebuilt from the mistakes and rho's)")
+    return len(mistakes)
+
+
+def check_trace_theorem1(trace: Trace, rows: list[list[Fraction]], labels: list[int],
+                         params: dict[str, Any], u: Any,
+                         gammas: Any = (Fraction(1, 100), Fraction(1, 20), Fraction(1, 10),
+                                        Fraction(1, 4), Fraction(1, 2), Fraction(1))) -> int:
+    """Theorem 1's mistake bound (2) as :func:`check_theorem1`, from the trace alone: p = 2,
+    unit-norm x (up to rounding), c/k or theorem1; B_{k-1} rebuilt from the trace's mistakes
+    and :func:`trace_rhos`.  Returns the number of gammas checked."""
+    mistakes = trace_rhos(trace, rows, labels, params)
+    cp = _c_prime(params)
+    if cp is None or cp == 0 or params["p"] != 2 or not _near_unit(rows):
+        return 0
+    u = [Fraction(float(c)) for c in u]
+    norm2 = sum(c * c for c in u)
+    if norm2 == 0:
+        return 0
+    if norm2 > 1:
+        scale = Fraction(math.sqrt(float(norm2))) * (1 + Fraction(1, 10**12))
+        u = [c / scale for c in u]
+    w, margins = list(u), []
+    for m in mistakes:
+        x = rows[m.j]
+        margins.append(m.label * _dot(w, x))
+        if m.rho:
+            wx = _dot(w, x)
+            w = [a - m.rho * wx * b for a, b in zip(w, x)]
+    alpha = float((2 - cp) / cp)
+    count = len(mistakes)
+    for gamma in gammas:
+        D = sum((max(Fraction(0), gamma - mg) for mg in margins), Fraction(0))
+        bound = theorem1_bound(alpha, float(D), float(gamma)) * (1 + 1e-6)
+        _require(count <= bound, f"{count} mistakes exceed Theorem 1's bound (2) {bound:.6g} "
+                                 f"(gamma = {gamma}, D = {float(D):.6g}, alpha = {alpha:.4g})")
     return len(gammas)

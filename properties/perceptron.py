@@ -16,13 +16,10 @@ import numpy as np
 
 from ..reference.perceptron import predict
 from ..trace import Trace
+from ._base import InvariantViolation
 from .strategies import Sequence
 
 Implementation = Callable[..., Trace]
-
-
-class InvariantViolation(AssertionError):
-    pass
 
 
 def _require(condition: bool, message: str) -> None:

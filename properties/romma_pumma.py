@@ -1,4 +1,6 @@
-"""The guarantees of ROMMA and PUMMA (``003_...``), checked on the reference's history.
+"""The guarantees of ROMMA and PUMMA (Ishibashi, Hatano & Takeda, "Online Learning of
+Approximate Maximum p-Norm Margin Classifiers with Bias", COLT 2008; ROMMA: Li & Long, "The
+Relaxed Online Maximum Margin Algorithm", 2002), checked on the reference's history.
 
 Each check runs ``reference.pumma.history`` / ``reference.romma.history`` (the trace and the
 state after every update), so a planted bug in the reference's building blocks
@@ -7,13 +9,19 @@ state after every update), so a planted bug in the reference's building blocks
 mpmath runs within ``slack`` (2^-64 relative), p > 2 always in mpmath.
 
 - ``check_lemma4``: after every update, w.x_pos + b + xi_pos = 1 and w.x_neg + b - xi_neg = -1.
-- ``check_theorem2``: PUMMA (p = 2) makes the same updates as ROMMA run on
-  z_k = (x_pos - x_neg) / 2, one example per update (the w after every update is equal).
+- ``check_pumma_is_romma_on_half_differences``: section 3.2's remark: PUMMA (p = 2) makes
+  the same updates as ROMMA run on z_k = (x_pos - x_neg) / 2, one example per update (the w
+  after every update is equal).
+- ``check_theorem2``: Theorem 2 itself, exactly (p = 2): the maximum-margin hyperplane
+  (u, b) over X and the maximum-margin homogeneous hyperplane over
+  Z = {(x_pos - x_neg) / 2} have the same u, and b = -u.(x_pos + x_neg) / 2 on every pair
+  with u.(x_pos - x_neg) = 2.
 - ``check_lemma5``: ||w_t||_q <= ||u||_q for (u, b) with y (u.x + b) >= 1 on the data.
 - ``check_lemma6``: each update raises ||w||_q^2 by >= (2 - v.z)^2 / ((p-1) ||z||_p^2)
   (ROMMA: (1 - v.z)^2 / ||z||^2), the re-derived Lemma 6 (SPEC.md).
 - ``check_theorem3``: run epochs until one passes without an update; the updates are within
-  2 + 4 (p-1) R^2 ||u||_q^2 / delta^2, the per-update gains Lemma 6 guarantees add up to at
+  ``theorem3_bound`` (2 + (4 (p-1) R^2 ||u||_q^2 - 4) / delta^2, SPEC.md 12.4), the
+  per-update gains Lemma 6 guarantees add up to at
   most ||u||_q^2 along the run (the proof's budget), and the p-norm margin is
   >= (1 - delta) gamma.
 - ``check_soft_equals_augmented``: PUMMA with C (p = 2) == hard-margin PUMMA on
@@ -35,10 +43,7 @@ from ..reference import pumma as pumma_ref
 from ..reference import romma as romma_ref
 from ..numbers import to_fraction
 from ..reference._common import exact_data
-
-
-class InvariantViolation(AssertionError):
-    pass
+from ._base import InvariantViolation
 
 
 def _require(condition: bool, message: str) -> None:
@@ -146,8 +151,10 @@ def check_lemma4(X: Any, y: Any, *, epochs: int = 2, **params: Any) -> Any:
     return trace
 
 
-def check_theorem2(X: Any, y: Any, *, epochs: int = 2, delta: Any = 0) -> Any:
-    """PUMMA (p = 2, hard margin) == ROMMA on z_k = (x_pos - x_neg)/2, update for update."""
+def check_pumma_is_romma_on_half_differences(X: Any, y: Any, *, epochs: int = 2,
+                                              delta: Any = 0) -> Any:
+    """Section 3.2's remark: PUMMA (p = 2, hard margin) == ROMMA on z_k = (x_pos - x_neg)/2,
+    update for update."""
     trace, states = pumma_ref.history(X, y, epochs=epochs, delta=delta)
     if not states:
         return trace
@@ -161,6 +168,44 @@ def check_theorem2(X: Any, y: Any, *, epochs: int = 2, delta: Any = 0) -> Any:
                  f"after trial {s['t']} PUMMA's w {[float(v) for v in s['w']]} differs from "
                  f"ROMMA's on z {[float(v) for v in r['w']]}")
     return trace
+
+
+def check_theorem2(X: Any, y: Any, optimum: Any = None) -> tuple[list[Fraction], Fraction] | None:
+    """Theorem 2 (p = 2), exactly: with Z = {(x_pos - x_neg) / 2 : x_pos, x_neg in X}, the
+    maximum-margin hyperplane (u, b) over X (with bias) and the maximum-margin homogeneous
+    hyperplane over Z have the same u (the constraints on u are the same:
+    min_pos u.x - max_neg u.x >= 2 <=> u.z >= 1 on Z), and b = -u.(x_pos + x_neg) / 2 on
+    every pair with u.(x_pos - x_neg) = 2.  ``optimum`` is the solver under test
+    (``optimum_2norm`` by default).  Returns (u, b), None when X has one label; X not
+    separable must leave Z not separable."""
+    solve = optimum or optimum_2norm
+    rows, labels = exact_data(X, y)
+    pos = [r for r, l in zip(rows, labels) if l == 1]
+    neg = [r for r, l in zip(rows, labels) if l == -1]
+    if not pos or not neg:
+        return None
+    Z = [[(a - c) / 2 for a, c in zip(xp, xn)] for xp in pos for xn in neg]
+    over_x = solve(rows, labels, bias=True)
+    over_z = solve(Z, [1] * len(Z), bias=False)
+    _require((over_x is None) == (over_z is None),
+             "Theorem 2: X is separable with bias but Z is not separable through the origin"
+             if over_z is None else
+             "Theorem 2: Z is separable through the origin but X is not separable with bias")
+    if over_x is None or over_z is None:
+        return None
+    u, b, norm2 = over_x
+    _require(u == over_z[0] and norm2 == over_z[2],
+             f"Theorem 2: the maximum-margin u over X {[str(v) for v in u]} (||u||^2 = "
+             f"{norm2}) differs from the one over Z {[str(v) for v in over_z[0]]} "
+             f"(||u||^2 = {over_z[2]})")
+    tight = [(xp, xn) for xp in pos for xn in neg
+             if _dot(u, [a - c for a, c in zip(xp, xn)]) == 2]
+    _require(bool(tight), "Theorem 2: no pair (x_pos, x_neg) with u.(x_pos - x_neg) = 2")
+    for xp, xn in tight:
+        want = -_dot(u, [a + c for a, c in zip(xp, xn)]) / 2
+        _require(b == want, f"Theorem 2: b = {b}, but -u.(x_pos + x_neg)/2 = {want} on the "
+                            f"pair {[str(v) for v in xp]}, {[str(v) for v in xn]}")
+    return u, b
 
 
 def _q(p: Fraction) -> Fraction:
@@ -220,23 +265,43 @@ def check_romma_lemma6(X: Any, y: Any, *, epochs: int = 2, **params: Any) -> Any
     return trace
 
 
+def theorem3_bound(algorithm: str, p: Any, delta: Any, R2: Any, u_norm2: Any) -> Fraction:
+    """Theorem 3 (i) as tight as its proof gives (SPEC.md 12.4), delta > 0, R2 = max ||x||_p^2,
+    u_norm2 = ||u||_q^2 for any (u, b) with y (u.x + b) >= 1:
+
+    PUMMA: start-up stores one example (an update that computes no w); the update that
+    completes the pair starts from v = 0 and gains ||w||_q^2 >= 4 / ((p-1)||z||_p^2)
+    >= 1 / ((p-1) R^2) (Lemma 6, ||z||_p <= 2R); every later update has v.z < 2 - delta
+    (Lemma 4: the kept pair member is tight) and gains more than delta^2 / (4 (p-1) R^2); the
+    gains add up to ||w||_q^2 <= ||u||_q^2 (Lemma 5).  So the updates number at most
+    2 + (4 (p-1) R^2 ||u||_q^2 - 4) / delta^2.
+    ROMMA (p = 2, homogeneous u): the first update gains 1/||x||^2 >= 1/R^2, every later one
+    more than delta^2 / R^2: at most 1 + (R^2 ||u||^2 - 1) / delta^2."""
+    p, delta = Fraction(p), Fraction(delta)
+    if delta <= 0:
+        raise ValueError("Theorem 3 needs delta > 0")
+    R2, u_norm2 = _fr(R2), _fr(u_norm2)
+    if algorithm == "pumma":
+        return 2 + (4 * (p - 1) * R2 * u_norm2 - 4) / delta**2
+    return 1 + (R2 * u_norm2 - 1) / delta**2
+
+
 def check_theorem3(X: Any, y: Any, *, u_norm2: Any, p: Any = 2, delta: Any,
                    max_epochs: int = 60, algorithm: str = "pumma") -> Any:
     """Run until an epoch passes without an update (within max_epochs, else None: no
     verdict); then the updates are within Theorem 3's bound and the final p-norm margin is
     >= (1 - delta) / ||u||_q, with ||u||_q^2 = ``u_norm2`` for the best (u, b) known (the
     exact optimum for p = 2).  ROMMA (``algorithm="romma"``, p = 2, u homogeneous): the same
-    with bound 1 + R^2 ||u||^2 / delta^2."""
+    with ROMMA's bound (``theorem3_bound``)."""
     rows, labels = exact_data(X, y)
     p, delta = Fraction(p), Fraction(delta)
     T = len(rows)
     R2 = max(_fr(_norm2(r, p)) for r in rows)
+    bound = theorem3_bound(algorithm, p, delta, R2, _fr(u_norm2))
     if algorithm == "pumma":
-        bound = 2 + 4 * (p - 1) * R2 * _fr(u_norm2) / delta**2
         trace, states = pumma_ref.history(X, y, epochs=max_epochs, p=p, delta=delta)
         r, pairs = 2, [[a - c for a, c in zip(rows[s["pos"]], rows[s["neg"]])] for s in states]
     else:
-        bound = 1 + R2 * _fr(u_norm2) / delta**2
         trace, states = romma_ref.history(X, y, epochs=max_epochs, delta=delta)
         r, pairs = 1, [[labels[s["t"] % T] * a for a in rows[s["t"] % T]] for s in states]
     # the budget of Lemmas 5 and 6 along the run: sum_k (r - v_k.z_k)^2 / ((p-1)||z_k||_p^2)

@@ -26,12 +26,9 @@ import numpy as np
 from ..kernels import parse_kernel
 from ..reference.second_order import _inverse, a_k, resolve_params
 from ..trace import Trace
+from ._base import InvariantViolation
 
 Implementation = Callable[..., Trace]
-
-
-class InvariantViolation(AssertionError):
-    pass
 
 
 def _require(condition: bool, message: str) -> None:

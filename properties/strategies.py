@@ -242,6 +242,27 @@ def pumma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
     return params
 
 
+@st.composite
+def alma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+    """ALMA_p(alpha; B, C): p = 2 for the dual form, else 2 or 5/2, 3, 4 (about one draw in
+    three); alpha in (0, 1] (1 is the p-norm Perceptron with a shrinking rate); B and C the
+    paper's defaults in about half the draws each."""
+    params: dict[str, Any] = {}
+    if form != "dual" and draw(st.integers(0, 2), label="p > 2?") == 0:
+        params["p"] = draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
+                           label="p")
+    if draw(st.integers(0, 3), label="alpha?"):
+        params["alpha"] = draw(st.sampled_from([Fraction(1, 10), Fraction(1, 2),
+                                                Fraction(9, 10), Fraction(1)]), label="alpha")
+    if draw(st.booleans(), label="B?"):
+        params["B"] = draw(st.sampled_from([Fraction(1), Fraction(2), Fraction(1, 3)]),
+                           label="B")
+    if draw(st.booleans(), label="C?"):
+        params["C"] = draw(st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3)]),
+                           label="C")
+    return params
+
+
 PARAMS = {
     "perceptron": perceptron_params,
     "higher_order": higher_order_params,
@@ -249,6 +270,7 @@ PARAMS = {
     "second_order": second_order_params,
     "romma": romma_params,
     "pumma": pumma_params,
+    "alma": alma_params,
 }
 
 KERNELS = {

@@ -1,4 +1,5 @@
-"""The pytest plugin: ``pytest --oracle-impl MODULE:CALLABLE`` in an outside project."""
+"""The pytest plugin: ``pytest --oracle-impl MODULE:CALLABLE`` in an outside project: the
+golden cases and the checks of ``properties/checks.py``, one item each."""
 
 from __future__ import annotations
 
@@ -7,7 +8,52 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 TESTS = pathlib.Path(__file__).parent
+PLAIN = TESTS.parent / "examples" / "python" / "plain.py"
+
+#: A plain Perceptron (w and b only; eta, b0 and C; linear kernel; NotImplementedError for
+#: everything else), written here in case examples/python/plain.py is not there.
+PLAIN_COPY = '''
+import numpy as np
+
+
+def run(algorithm, X, y, *, epochs, kernel, params):
+    if algorithm != "perceptron":
+        raise NotImplementedError(f"only the perceptron, not {algorithm}")
+    if kernel != "linear":
+        raise NotImplementedError("linear kernel only")
+    for name in ("tau", "lam"):
+        if params.get(name):
+            raise NotImplementedError(f"no {name}")
+    if params.get("alpha_bound") is not None:
+        raise NotImplementedError("no alpha-bound")
+    eta, b, C = (float(params.get(k, d)) for k, d in (("eta", 1), ("b0", 0), ("C", 0)))
+    w = np.zeros(X.shape[1])
+    mistakes = []
+    for t in range(epochs * len(y)):
+        x, label = X[t % len(y)], y[t % len(y)]
+        if label * (x @ w + b) <= 0:
+            mistakes.append(t)
+            w += eta * label * x
+            b += eta * label * C
+    return {"format": "perceptron-oracle/trace@1", "algorithm": "perceptron",
+            "form": "primal", "kernel": "linear", "params": {}, "n_examples": len(y),
+            "epochs": epochs, "mistakes": mistakes, "updates": mistakes,
+            "final": {"w": w.tolist(), "b": b}}
+'''
+
+
+def _plain(tmp_path, zero_is_correct=False):
+    """plain.py in tmp_path (the example's, or the copy above); with ``zero_is_correct``
+    the Perceptron that counts a zero score as correct (y s < 0 is a mistake)."""
+    text = PLAIN.read_text() if PLAIN.exists() else PLAIN_COPY
+    marker = "if label * (x @ w + b) <= 0"
+    assert marker in text
+    if zero_is_correct:
+        text = text.replace(marker, "if label * (x @ w + b) < 0")
+    (tmp_path / "plain.py").write_text(text)
 
 
 def _pytest(tmp_path, *args):
@@ -37,3 +83,54 @@ def test_plugin_names_an_unimportable_target(tmp_path):
     done = _pytest(tmp_path, "--oracle-impl", "no_such_module:f")
     assert done.returncode == 4  # pytest's usage error
     assert "cannot import 'no_such_module'" in done.stderr
+
+
+def test_plugin_runs_a_plain_perceptron_with_skips_and_no_failure(tmp_path):
+    _plain(tmp_path)
+    done = _pytest(tmp_path, "--oracle-impl", "plain:run", "--oracle-algorithm", "perceptron",
+                   "-rs")
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:]
+    assert " passed" in out and " skipped" in out and "failed" not in out
+    assert "KeyError" not in out and "KeyError" not in done.stderr
+    # the checks: the textbook Perceptron and Novikoff apply; the bookkeeping needs alpha
+    assert "not applicable: the trace reports no final.alpha" in out
+    assert "not applicable: no alpha-bound" in out          # a golden case, with its reason
+    # only the perceptron's items were collected
+    assert "higher_order" not in out and "romma" not in out
+
+
+def test_plugin_fails_the_plain_perceptron_that_counts_a_zero_score_as_correct(tmp_path):
+    _plain(tmp_path, zero_is_correct=True)
+    done = _pytest(tmp_path, "--oracle-impl", "plain:run", "--oracle-algorithm", "perceptron",
+                   "-k", "test_check or json:1]")     # one golden case is enough here
+    out = done.stdout
+    assert done.returncode == 1
+    assert "test_golden_case[perceptron:perceptron.json:1]" in out
+    assert "trial 0 (example 0): expected mistake, got the opposite; exact score 0" in out
+    assert "test_check[perceptron:textbook]" in out and "Khardon and G. Wachman" in out
+
+
+def test_plugin_passes_the_fast_forms_of_every_family_on_every_check(tmp_path):
+    from perceptron_oracle.properties.checks import ALGORITHMS, yield_checks
+
+    done = _pytest(tmp_path, "--oracle-impl", "fast_protocol:run", "-k", "test_check", "-rA")
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:]
+    every = [c.id for a in ALGORITHMS for c in yield_checks(a)]
+    assert f"{len(every)} passed" in out and "skipped" not in out and "failed" not in out
+    for item in every:
+        assert f"test_check[{item}]" in out, item
+
+
+@pytest.mark.parametrize("target, algorithm, check", [
+    ("wrong_higher_order:rho_not_decayed", "higher_order", "higher_order:r_range"),
+    ("wrong_second_order:tie_rule", "second_order", "second_order:large_a"),
+    ("wrong_romma_pumma:rhs_one", "pumma", "pumma:lemma4"),
+])
+def test_plugin_checks_catch_a_planted_bug_of_each_family(tmp_path, target, algorithm, check):
+    done = _pytest(tmp_path, "--oracle-impl", target, "--oracle-algorithm", algorithm,
+                   "-k", "test_check")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert f"FAILED ::test_check[{check}]" in done.stdout.replace(
+        "conformance_tests.py::", "::"), done.stdout[-3000:]
