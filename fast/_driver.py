@@ -6,17 +6,28 @@ in it that updates, records every mistake up to and including that trial, lets t
 the update and goes on from the next trial.  Blocks never cross an epoch boundary, so a block
 is a slice of the data (no copy, also for CSR).
 
-Block size (PITFALLS.md: a fixed block loses at high update rates): it follows a running
+Block size (a fixed block loses at high update rates: IMPLEMENTING.md, "Block-ahead scoring
+at high update rates"): it follows a running
 estimate of the gap between updates, doubling after a block without an update and shrinking to
 the estimate after one, within [MIN_BLOCK, MAX_BLOCK].
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 import numpy as np
+
+from ..errors import DataError
+
+
+class FloatRangeError(DataError):
+    """A fast form's float64 state left float64's range (inf or NaN) at a trial."""
+
 
 MIN_BLOCK = 16
 MAX_BLOCK = 8192
@@ -40,8 +51,76 @@ class DriverResult:
     scores: list[float] | None = None
 
 
+#: Shadow runs (``forced_updates``): the update trials of an exact run, imposed on the form.
+_FORCED: contextvars.ContextVar[frozenset[int] | None] = contextvars.ContextVar(
+    "forced_updates", default=None)
+
+
+@contextlib.contextmanager
+def forced_updates(trials: Any) -> Iterator[None]:
+    """Within this block, every fast form updates at exactly ``trials`` (an exact run's
+    updates) and nowhere else, whatever its own float64 scores say, and a non-finite score
+    does not stop it: the form then computes its float64 scores along the exact run's path
+    of states (the reference's a-posteriori fragile rule, SPEC.md section 3, reads them).  A
+    forced update whose problem the form finds infeasible leaves its state as it is."""
+    token = _FORCED.set(frozenset(trials))
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
+
+
 def run_blocks(model: BlockModel, y: np.ndarray, epochs: int,
                record_scores: bool = False) -> DriverResult:
+    """Run the model; a score that is not finite (the float64 state overflowed, or turned
+    NaN) stops the run with a ``FloatRangeError`` naming the trial (SPEC.md section 3: float64
+    cannot decide it; the reference flags it fragile).  numpy's overflow warnings are
+    silenced here: that error is the one report."""
+    forced = _FORCED.get()
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if forced is not None:
+            return _run_forced(model, y, epochs, forced)
+        return _run(model, y, epochs, record_scores)
+
+
+def _run_forced(model: BlockModel, y: np.ndarray, epochs: int,
+                forced: frozenset[int]) -> DriverResult:
+    """Every trial's score, updating at the ``forced`` trials only (``forced_updates``)."""
+    T = y.shape[0]
+    out = DriverResult(scores=[])
+    assert out.scores is not None
+    order = sorted(forced)
+    at = 0
+    for epoch in range(epochs):
+        base, pos = epoch * T, 0
+        while pos < T:
+            nxt = order[at] if at < len(order) else math.inf
+            stop = int(min(T, nxt - base + 1)) if nxt < base + T else T
+            stop = max(stop, pos + 1)
+            scores = model.scores(pos, stop)
+            out.scores.extend(scores.tolist())
+            margins = y[pos:stop] * scores
+            out.mistakes.extend((np.flatnonzero(margins <= 0) + base + pos).tolist())
+            if nxt == base + stop - 1:
+                j = stop - 1
+                at += 1
+                if hasattr(model, "threshold") and hasattr(model, "tight"):  # Guarded
+                    saved = model.threshold  # type: ignore[attr-defined]
+                    model.threshold = math.inf  # type: ignore[attr-defined]
+                    try:
+                        take = bool(model.updates_at(j, j + 1, margins[-1:])[0])
+                    finally:
+                        model.threshold = saved  # type: ignore[attr-defined]
+                else:
+                    take = True
+                if take:
+                    model.update(j)
+                    out.updates.append(base + j)
+            pos = stop
+    return out
+
+
+def _run(model: BlockModel, y: np.ndarray, epochs: int, record_scores: bool) -> DriverResult:
     T = y.shape[0]
     out = DriverResult(scores=[] if record_scores else None)
     mistakes: list[np.ndarray] = []
@@ -54,6 +133,15 @@ def run_blocks(model: BlockModel, y: np.ndarray, epochs: int,
         while pos < T:
             stop = min(T, pos + block)
             scores = model.scores(pos, stop)
+            finite = np.isfinite(scores)
+            if not finite.all():
+                bad = int(np.argmin(finite))
+                raise FloatRangeError(
+                    f"trial {base + pos + bad} (example {pos + bad}): the float64 state "
+                    "overflowed (a score of "
+                    f"{float(scores[bad])}); the data's scale is beyond float64 for this "
+                    "algorithm: normalise the instances (--normalize 2, or "
+                    "preprocessing.normalize)")
             margins = y[pos:stop] * scores
             wants = model.updates_at(pos, stop, margins)
             hit = int(np.argmax(wants)) if wants.any() else -1

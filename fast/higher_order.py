@@ -59,7 +59,8 @@ def pnorm_gradient(theta: np.ndarray, p: float) -> np.ndarray:
 
 
 # -- BLAS threads ----------------------------------------------------------------------------
-# PITFALLS.md: the O(n^2) in-place updates are level-2 BLAS calls of a few hundred
+# IMPLEMENTING.md, "In-place BLAS for the O(n^2) updates": the O(n^2) in-place updates are
+# level-2 BLAS calls of a few hundred
 # microseconds; OpenBLAS hands them to its thread pool, and on a busy machine every hand-off can
 # cost milliseconds (measured: dsyr2 at n = 100 took 24 ms with the default threads, 68 us with
 # one, while other processes loaded both cores).  A run therefore holds both OpenBLAS copies

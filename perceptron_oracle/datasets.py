@@ -1,7 +1,18 @@
 """Seeded data generators: the embedded example data sets, the benchmarks' data, the papers'
-artificial data.  Deterministic for a given seed (numpy's PCG64 ``default_rng``)."""
+artificial data.  Deterministic for a given seed (numpy's PCG64 ``default_rng``).
+
+Two small real data sets ship as CSV files in ``perceptron_oracle/data_files/`` (source and
+licence in its README): Wdbc (UCI's Breast Cancer Wisconsin (Diagnostic)) and UCI's Optical
+Recognition of Handwritten Digits, both as scikit-learn ships them.  :func:`export_real_data`
+wrote them once from an installed scikit-learn; reading them (:func:`wdbc`, :func:`digits`)
+needs only numpy.
+"""
 
 from __future__ import annotations
+
+import csv
+import pathlib
+from importlib import resources
 
 import numpy as np
 
@@ -38,9 +49,84 @@ def with_label_noise(dataset: Dataset, rate: float, *, seed: int) -> Dataset:
                    f"{dataset.source} + {rate:g} label noise (seed={seed})")
 
 
+#: The shipped CSV files: features, then the label (Wdbc: +1 benign, -1 malignant; digits:
+#: the digit 0..9).  Floats are written by ``repr``, so reading them back is exact.
+DATA_FILES = {"wdbc": "wdbc.csv", "digits": "digits.csv"}
+
+
+def _read_shipped(name: str) -> tuple[np.ndarray, np.ndarray]:
+    text = resources.files("perceptron_oracle").joinpath("data_files", DATA_FILES[name])
+    with text.open("r", encoding="utf-8", newline="") as handle:
+        rows = [[float(v) for v in record] for record in csv.reader(handle)
+                if record and not record[0].startswith("#")]
+    table = np.array(rows, dtype=np.float64)
+    return table[:, :-1], table[:, -1].astype(np.int64)
+
+
+def wdbc(normalized: bool = False, rows: int | None = None) -> Dataset:
+    """Wdbc, 569 x 30 raw features (up to ~4,250), y = +1 benign, -1 malignant, in the
+    file's order; ``normalized``: every row scaled to unit 2-norm (float64,
+    ``preprocessing.normalize``); ``rows``: the first that many."""
+    from .preprocessing import normalize
+    X, y = _read_shipped("wdbc")
+    if rows is not None:
+        X, y = X[:rows], y[:rows]
+    if normalized:
+        X = normalize(X, 2.0)
+    X, y = validate(X, y)
+    return Dataset(X, y, f"wdbc{' unit 2-norm' if normalized else ' raw'}"
+                         f"{f', first {rows}' if rows else ''}")
+
+
+def digits(positive: int = 3, rows: int | None = 600, normalized: bool = True) -> Dataset:
+    """Digits (8 x 8 images, pixel values 0..16), ``positive`` against the rest (+1 / -1),
+    the first ``rows`` examples in the file's order, rows at unit 2-norm unless
+    ``normalized`` is false."""
+    from .preprocessing import normalize
+    X, digit = _read_shipped("digits")
+    if rows is not None:
+        X, digit = X[:rows], digit[:rows]
+    y = np.where(digit == positive, 1, -1)
+    if normalized:
+        X = normalize(X, 2.0)
+    X, y = validate(X, y)
+    return Dataset(X, y, f"digits {positive} against the rest, first {X.shape[0]}"
+                         f"{', unit 2-norm' if normalized else ''}")
+
+
+def export_real_data(directory: str | pathlib.Path) -> list[pathlib.Path]:
+    """Write ``wdbc.csv`` and ``digits.csv`` from scikit-learn's ``load_breast_cancer`` and
+    ``load_digits`` (needs scikit-learn; run once by hand to make the shipped files:
+    ``python -c "from perceptron_oracle.datasets import export_real_data;
+    export_real_data('perceptron_oracle/data_files')"``)."""
+    from sklearn.datasets import load_breast_cancer, load_digits  # only here
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    out = []
+    cancer = load_breast_cancer()
+    labels = np.where(cancer.target == 1, 1, -1)  # target 1 is benign
+    hand = load_digits()
+    for name, X, y in (("wdbc", cancer.data, labels), ("digits", hand.data, hand.target)):
+        path = directory / DATA_FILES[name]
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            for row, label in zip(X.tolist(), y.tolist()):
+                writer.writerow([_short(v) for v in row] + [int(label)])
+        out.append(path)
+    return out
+
+
+def _short(value: float) -> str:
+    """The shortest text that reads back as exactly ``value`` (integers without '.0')."""
+    return str(int(value)) if value == int(value) else repr(value)
+
+
 BUILTIN = {
     "separable": lambda: separable(200, 5, 0.1, seed=0),
     "noisy": lambda: with_label_noise(separable(200, 5, 0.05, seed=1), 0.1, seed=2),
+    "wdbc": lambda: wdbc(),
+    "wdbc-unit": lambda: wdbc(normalized=True),
+    "digits3": lambda: digits(),
 }
 
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import preprocessing
+from . import datasets, preprocessing
 from .datasets import separable, with_label_noise
 from .golden import CaseSpec, FileSpec, GroupSpec
 
@@ -43,6 +43,21 @@ def _sparse(T: int, n: int, seed: int) -> tuple:
     u = rng.standard_normal(n)
     y = np.where(X @ u > 0, 1, -1)
     return X, y
+
+
+def _real_cases(rows: int, p: int = 2) -> list[CaseSpec]:
+    """The shipped real data (``perceptron_oracle/data_files``), the first ``rows`` examples,
+    one epoch: Wdbc raw (features up to ~4,250), Wdbc and digits 3-vs-rest at unit p-norm."""
+    raw = datasets.wdbc(rows=rows)
+    hand = datasets.digits(rows=rows, normalized=False)
+    return [
+        CaseSpec(f"Wdbc raw (benign +1), first {rows}", raw.X, raw.y),
+        CaseSpec(f"Wdbc, first {rows}, unit {p}-norm", preprocessing.normalize(raw.X, float(p)),
+                 raw.y, preprocessing=(f"normalize:{p}",)),
+        CaseSpec(f"digits 3 against the rest, first {rows}, unit {p}-norm",
+                 preprocessing.normalize(hand.X, float(p)), hand.y,
+                 preprocessing=(f"normalize:{p}",)),
+    ]
 
 
 def _standard_cases(seed: int) -> list[CaseSpec]:
@@ -101,6 +116,8 @@ def perceptron_file() -> FileSpec:
         GroupSpec("Gaussian kernel, gamma = 1/2 (mpmath at 256 bits)", "perceptron",
                   {"lam": Fraction(1, 4)}, _standard_cases(10)[:2],
                   kernel="rbf:gamma=1/2"),
+        GroupSpec("real data (Wdbc, digits): every option at its default", "perceptron", {},
+                  _real_cases(200)),
     ]
     return FileSpec(
         name="perceptron",
@@ -160,6 +177,10 @@ def higher_order_file() -> FileSpec:
         ho("HO_2(2/5) with the Gaussian kernel, gamma = 1/2 (mpmath)", {"c": Fraction(2, 5)},
            _normalized(_standard_cases(32)[:2]), kernel="rbf:gamma=1/2"),
         pnorm(2), pnorm(3), pnorm(4), pnorm(7),
+        ho("HO_2(2/5) on real data (Wdbc raw: |B| grows fast; digits)", {"c": Fraction(2, 5)},
+           _real_cases(100)),
+        GroupSpec("the p-norm Perceptron, p = 3, on real data", "pnorm_perceptron", {"p": 3},
+                  _real_cases(150, 3)),
     ]
     return FileSpec(
         name="higher_order",
@@ -203,6 +224,8 @@ def second_order_file() -> FileSpec:
             _standard_cases(48)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
         sop("a = 1 with the Gaussian kernel, gamma = 1/2 (mpmath)", {"a": 1},
             _standard_cases(49)[:2], kernel="rbf:gamma=1/2"),
+        sop("a = 1 on real data (Wdbc raw: A ill-conditioned; digits)", {"a": 1},
+            _real_cases(150)),
     ]
     return FileSpec(
         name="second_order",
@@ -265,6 +288,10 @@ def romma_pumma_file() -> FileSpec:
         GroupSpec("PUMMA_2(1/10) with the Gaussian kernel, gamma = 1/2", "pumma",
                   {"delta": Fraction(1, 10), **mp}, small(60)[:2],
                   kernel="rbf:gamma=1/2"),
+        GroupSpec("ROMMA, delta = 0, on real data (mpmath at 512 bits)", "romma",
+                  {"numbers": "mpmath:512"}, _real_cases(100)),
+        GroupSpec("PUMMA_2(1/10) on real data (mpmath at 512 bits)", "pumma",
+                  {"delta": Fraction(1, 10), "numbers": "mpmath:512"}, _real_cases(100)),
     ]
     return FileSpec(
         name="romma_pumma",
@@ -273,4 +300,51 @@ def romma_pumma_file() -> FileSpec:
                 "Each group's params name the reference's arithmetic (numbers): exact "
                 "Fractions, or mpmath at the stated bits with trials inside its error bound "
                 "flagged fragile."],
+        groups=groups)
+
+
+def alma_file() -> FileSpec:
+    """ALMA_p(alpha; B, C) of Gentile (SPEC.md, "alma"): p = 2, 3 and 2 ln n, kernels at
+    p = 2; the last case of the first group carries the (x, -R) bias coordinate."""
+    def augmented(seed: int) -> tuple:
+        X, y = _continuous(30, 3, seed)
+        X = X + 0.5   # an offset hyperplane: the bias coordinate matters
+        y = np.where(X @ np.array([1.0, -1.0, 0.5]) > 0.25, 1, -1)
+        R = float(np.max(np.linalg.norm(X, axis=1)))
+        return preprocessing.add_bias(X, -R), y
+
+    def cases(seed: int, n: int = 3) -> list[CaseSpec]:
+        return [CaseSpec(f"separable continuous data, 30 x {n}, 3 epochs",
+                         *_continuous(30, n, seed), epochs=3),
+                CaseSpec(f"label noise 10%, continuous, 40 x {n}, 2 epochs",
+                         *_continuous(40, n, seed + 1, noise=0.1), epochs=2),
+                CaseSpec("duplicates, some relabelled", *_duplicates(seed + 2), epochs=2,
+                         flags=("duplicates",))]
+
+    two_ln5 = Fraction(32189, 10000)   # 2 ln 5 = 3.21887..., rounded to 4 decimals
+    groups = [
+        GroupSpec("ALMA_2(1/10; 10, sqrt 2): the paper's defaults B = 1/alpha, C = sqrt 2",
+                  "alma", {}, cases(61) + [CaseSpec(
+                      "offset hyperplane, the (x, -R) bias coordinate appended, 2 epochs",
+                      *augmented(62), epochs=2, preprocessing=("add_bias",))]),
+        GroupSpec("ALMA_2(1/2; 1, 1)", "alma",
+                  {"alpha": Fraction(1, 2), "B": 1, "C": 1}, cases(63)),
+        GroupSpec("ALMA_2(1): alpha = 1, the threshold 0 (mistake-driven)", "alma",
+                  {"alpha": 1}, cases(64)[:2]),
+        GroupSpec("ALMA_3(1/2): the p-norm link and the q-norm projection", "alma",
+                  {"p": 3, "alpha": Fraction(1, 2)}, cases(65)),
+        GroupSpec("ALMA_p(1/2) at p = 2 ln n for n = 5 (p = 32189/10000)", "alma",
+                  {"p": two_ln5, "alpha": Fraction(1, 2)}, cases(66, n=5)),
+        GroupSpec("ALMA_2(1/2) with the polynomial kernel (x.z + 1)^2", "alma",
+                  {"alpha": Fraction(1, 2)}, cases(67)[:2],
+                  kernel="poly:degree=2,coef0=1,gamma=1"),
+        GroupSpec("ALMA_2(1/2) with the Gaussian kernel, gamma = 1/2", "alma",
+                  {"alpha": Fraction(1, 2)}, cases(68)[:2], kernel="rbf:gamma=1/2"),
+    ]
+    return FileSpec(
+        name="alma",
+        header=["ALMA_p(alpha; B, C) of C. Gentile (JMLR 2001), SPEC.md section 'alma'.",
+                "Instances are normalised inside the algorithm (x / ||x||_p); the score "
+                "recorded is w_k . x^_t on the normalised instance.  The reference runs in "
+                "mpmath at 256 bits; trials inside its error bound are flagged fragile."],
         groups=groups)

@@ -38,6 +38,8 @@ def score_error_bound(operations: int, magnitude: float) -> float:
     """
     if magnitude == 0:
         return 0.0  # no nonzero term: float64 computes the exact 0
+    if not magnitude < math.inf:
+        return math.inf  # the terms overflow float64 (or their magnitude is NaN): undecidable
     m = operations * UNIT_ROUNDOFF
     return SAFETY * (m / (1.0 - m) * magnitude + operations * 2.0 ** -1074)
 
@@ -75,3 +77,19 @@ def exact_in_float64(exponent: int | None, magnitude: float) -> bool:
     if magnitude == 0:
         return True
     return math.frexp(magnitude)[1] + exponent <= 52  # magnitude < 2^(52 - exponent)
+
+
+def within(value: object, bound: float) -> bool:
+    """|value| <= bound, decided exactly for an exact value of any size (a Fraction, an int,
+    an mpmath mpf, or a ``(numerator, denominator)`` pair of ints): never through a float
+    conversion that overflows beyond float64's range.  An infinite (or NaN) bound holds every
+    value: the float64 terms overflowed, so a float64 form cannot decide the trial."""
+    if not bound < math.inf:
+        return True
+    if isinstance(value, tuple):
+        num, den = value
+        value = Fraction(num, den)
+    elif not isinstance(value, (int, Fraction)):
+        from .numbers import to_fraction  # an mpf: the dyadic rational it is
+        value = to_fraction(value)
+    return abs(value) <= Fraction(bound)

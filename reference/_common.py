@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import DataError, ParamError
 from ..kernels import Kernel
-from ..numbers import number_context
+from ..numbers import number_context, to_fraction
 
 
 def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
@@ -78,3 +78,86 @@ class Gram:
                 value = 5e-324
             self.magnitudes[key] = value
         return self.magnitudes[key]
+
+
+# -- the a-posteriori fragile rule (SPEC.md section 3, "Shadow runs") -----------------------
+#: How far beyond the largest error a shadow run shows a float64 form may still stray.
+SHADOW_FACTOR = 16.0
+
+
+def _exact(value: Any) -> Any:
+    """An exact score (Fraction, int, or mpmath mpf) as a Fraction."""
+    if isinstance(value, (int, Fraction)):
+        return Fraction(value)
+    return to_fraction(value)  # an mpf: the dyadic rational it is
+
+
+def shadow_errors(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
+                  params: dict[str, Any], trace: Any) -> list[float] | None:
+    """Per trial, the largest |fl(score) - score| over the project's fast forms run along
+    the exact trace's path of states (every form updates at the exact run's update trials,
+    ``fast._driver.forced_updates``), measured exactly against the exact scores; inf where
+    a form's score is not finite.  None when no fast form takes these parameters or a
+    form cannot be run (the stated rule alone then decides)."""
+    import numpy as np
+
+    from ..fast._driver import forced_updates
+    from ..registry import ALGORITHMS
+    try:
+        forms = ALGORITHMS[algorithm].forms_for(kernel, params)
+    except Exception:  # noqa: BLE001 - a rule only: no shadow, the stated rule decides
+        return None
+    if not forms or trace.scores is None:
+        return None
+    exact = [_exact(s) for s in trace.scores]
+    worst = [0.0] * len(exact)
+    Xa = np.asarray(X, dtype=np.float64) if not hasattr(X, "toarray") else X
+    ya = np.asarray(y)
+    for form in forms:
+        run_form = ALGORITHMS[algorithm].implementation("fast", form)
+        try:
+            with forced_updates(trace.updates):
+                shadow = run_form(Xa, ya, epochs=epochs, kernel=kernel, record_scores=True,
+                                  **params)
+        except Exception:  # noqa: BLE001 - e.g. Newton's NotConverged: no shadow
+            return None
+        if shadow.scores is None or len(shadow.scores) != len(exact):
+            return None
+        for t in set(trace.updates) - set(shadow.updates):
+            worst[t] = math.inf  # the form finds that update infeasible: the paths part
+        for t, (sf, se) in enumerate(zip(shadow.scores, exact)):
+            if not math.isfinite(sf):
+                worst[t] = math.inf
+                continue
+            diff = abs(Fraction(sf) - se)
+            err = float(diff) if diff < Fraction(1 << 1000) else math.inf
+            if err > worst[t]:
+                worst[t] = err
+    return worst
+
+
+def sharpen(fragile: list[int], errors: list[float] | None, margins: list[Any],
+            thresholds: list[list[Any]], below: Any = None) -> list[int]:
+    """The fragile trials the a-posteriori rule keeps: trial t stays fragile iff, for one of
+    its thresholds c (0 for the mistake test, the update test's own), the exact margin is
+    exactly c (a tie: the shadows' roundings say nothing of another evaluation order), or
+    |margin - c| <= SHADOW_FACTOR max(e_t, 2u |margin|), e_t = the shadow runs' error.
+    ``below``: a test whose own margin is unseen but at least the score's (PUMMA's soft
+    margin, y score + xi_j with xi_j >= 0) keeps every trial with margin <= below + band."""
+    if errors is None:
+        return fragile
+    out = []
+    u = 2.0 ** -53
+    for t in fragile:
+        margin = _exact(margins[t])
+        band = SHADOW_FACTOR * max(errors[t], 2 * u * float(abs(margin)) if
+                                   abs(margin) < Fraction(1 << 1000) else math.inf)
+        if below is not None and (not band < math.inf or margin <= below + Fraction(band)):
+            out.append(t)
+            continue
+        for c in thresholds[t]:
+            gap = abs(margin - c)
+            if gap == 0 or not band < math.inf or gap <= Fraction(band):
+                out.append(t)
+                break
+    return out

@@ -59,9 +59,9 @@ from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
 from ..rounding import (UNIT_ROUNDOFF, exact_in_float64, magnitude_float,
-                        max_dyadic_exponent, score_error_bound)
+                        max_dyadic_exponent, score_error_bound, within)
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 from .pnorm_perceptron import (gradient, norm_power, numerator, own_error, pnorm_magnitude,
                                to_mpf)
 
@@ -568,7 +568,16 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
     params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
-    return _run(rows, labels, epochs, kern, params, record_scores=record_scores)
+    trace = _run(rows, labels, epochs, kern, params, record_scores=True)
+    if trace.fragile and params["p"] == 2 and not params["sparse"]:  # SPEC.md 10.7
+        T = len(rows)
+        errors = shadow_errors("higher_order", X, y, epochs, kern.spec, params, trace)
+        trace.fragile = sharpen(trace.fragile, errors,
+                                [labels[t % T] * sc for t, sc in enumerate(trace.scores)],
+                                [[0]] * len(trace.scores))
+    if not record_scores:
+        trace.scores = None
+    return trace
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
@@ -603,7 +612,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
         elif not (identity and exact_identity):
             err = score_error_bound(operations(K, n, kern.depth, rho_errors),
                                     magnitude_float(magnitude))
-            if err and abs(as_float(score)) <= err:
+            if err and within(score, err):
                 fragile.append(t)
         if not is_mistake(label * decider):
             continue
@@ -614,7 +623,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             K + (n + 8) * kern.depth, magnitude_float(s_magnitude))
         rho_k = rule(params, K, s)
         if sparse and rho_k:
-            if s_err and abs(float(s)) <= s_err and branch_from is None:
+            if s_err and within(s, s_err) and branch_from is None:
                 branch_from = t
                 if not fragile or fragile[-1] != t:
                     fragile.append(t)
@@ -652,6 +661,17 @@ def _identity_is_exact(kern: Kernel, rows: list[list[Fraction]], max_updates: in
 
 # -- final-state bounds -----------------------------------------------------------------
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """:func:`_final_error_bounds`, every bound at most ANY_STATE: a magnitude beyond
+    float64's range (raw data whose |B| overflows) allows any final state, as a float64 form
+    cannot hold that state either."""
+    def cap(value: Any) -> Any:
+        if isinstance(value, list):
+            return [cap(v) for v in value]
+        return value if value < ANY_STATE else ANY_STATE  # inf and NaN included
+    return {key: cap(value) for key, value in _final_error_bounds(trace, X).items()}
+
+
+def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """How far a float64 form's ``final`` may lie from the exact one (SPEC draft).
 
     The same absolute-value recursions as the fragile rule, rebuilt from the trace (the

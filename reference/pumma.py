@@ -325,6 +325,12 @@ class _StateP:
         zp = self.norm(z, p)
         if zp == 0 and C is None:
             return None
+        if C is None and ctx.fsum(a * a for a in z) < 1e-290:
+            # ||z||^2 below float64's normal range (12.5's singular rule for p = 2): a
+            # float64 form may call z = 0, the problem infeasible
+            self.doubt = True
+            if model is not None:
+                model.lost = True
         # case (i): eta = 0
         lam = 2 / (zp ** 2 + (2 / C if C is not None else 0))
         fz = self.link(z, p)
@@ -341,7 +347,8 @@ class _StateP:
             D = zz2 * tt2 - zt * zt
             # a float64 th may be off by the Hoelder share in every coordinate: where
             # sin^2(z, th) is within it, a float form may decide feasibility the other way
-            self.doubt = float(D) <= 4 * hoelder_share(p) ** 2 * float(zz2 * tt2)
+            self.doubt = self.doubt or \
+                float(D) <= 4 * hoelder_share(p) ** 2 * float(zz2 * tt2)
             if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
                 return None
             if self.doubt and model is not None:
@@ -640,6 +647,14 @@ def _pair_magnitude(st: Any, pos: int, neg: int) -> float:
     return out
 
 
+def _norm2(values: list[float]) -> float:
+    """||values||_2 without overflowing on the way (inf only if the norm itself is)."""
+    top = max((abs(v) for v in values), default=0.0)
+    if top == 0 or not top < math.inf:
+        return top
+    return top * math.sqrt(math.fsum((v / top) ** 2 for v in values))
+
+
 def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
                   rows: list[list[Fraction]], kern: Kernel, par: dict[str, Any],
                   b_magnitude: float, primal: Any, slack: list[float] | None,
@@ -651,10 +666,11 @@ def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
     else:
         # p > 2: relative to |w_d| plus the state's scale ||w~||_2 = ||(w, sqrt(C) xi)||_2
         # (a Newton residual moves every coordinate by ~ rho ||w~||, also one that is 0)
-        scale = math.fsum(float(v) ** 2 for v in final["w"])
+        parts = [float(v) for v in final["w"]]
         if "xi" in final:
-            scale += float(par["C"]) * math.fsum(float(v) ** 2 for v in final["xi"])
-        scale = math.sqrt(scale)
+            root_c = math.sqrt(float(par["C"]))
+            parts += [root_c * float(v) for v in final["xi"]]
+        scale = _norm2(parts)
         # Two Newton runs that both stop at a residual <= NEWTON_TOLERANCE may still differ
         # by more than the residual where the optimum is sparse: the map phi -> w is only
         # Hoelder continuous there, of order q - 1 = 1/(p - 1).  A stated rule (SPEC.md),

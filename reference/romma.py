@@ -41,7 +41,8 @@ coefficient per example index, summed over epochs) for any other kernel.
 Numbers (parameter ``numbers``; the trace's params record the mode actually used):
 
 - ``fraction``: exact rationals.  Possible for the linear and polynomial kernels.  The bit
-  length of the coefficients roughly doubles at each case-(ii) update (PITFALLS.md).
+  length of the coefficients roughly doubles at each case-(ii) update (IMPLEMENTING.md,
+  "Exact ROMMA and PUMMA grow exponentially").
 - ``mpmath:BITS`` (or ``mpmath``: bits chosen from the run): mpmath at BITS bits, with the
   error bound of the fragile rule carried along at unit roundoff 2^-BITS; if that bound ever
   exceeds 2^-64 (relative), the run is repeated at more bits (``_precision_for``); so is a

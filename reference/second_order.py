@@ -10,8 +10,10 @@ v_{k-1} = sum of y_i x_i over them:
 The sign identity.  With A = a I + X_{k-1} X_{k-1}^T, s = x^T A^{-1} v and q = x^T A^{-1} x,
 Sherman-Morrison gives score_t = s / (1 + q), and 1 + q > 0: the decision is sign(s).
 
-Theorem 3.3 (kernels): s = y~^T (a I_k + G_t)^{-1} S_t^T x_t; with H = (a I + G_{k-1})^{-1},
-b = the kernel row of x_t against the mistakes and c = k(x_t, x_t), the bordered inverse gives
+Theorem 3.3 (kernels): its dual expression y~^T (a I_k + G_t)^{-1} S_t^T x_t (y~ the
+mistakes' labels and 0 for x_t) is the score w_t . x_t = s / (1 + q), not s; with
+H = (a I + G_{k-1})^{-1}, b = the kernel row of x_t against the mistakes and c = k(x_t, x_t),
+the bordered inverse gives
 
     s = y^T H b,   score_t = a s / (a + c - b^T H b).
 
@@ -35,9 +37,9 @@ from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..numbers import to_fraction
 from ..params import Param, ParamSchema
-from ..rounding import UNIT_ROUNDOFF, magnitude_float
+from ..rounding import UNIT_ROUNDOFF, magnitude_float, within
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
 A_GROWTHS = ("constant", "linear")
 
@@ -92,12 +94,14 @@ def _inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
     return [row[n:] for row in aug]
 
 
-def _matvec(M: list[list[Any]], x: list[Any]) -> list[Any]:
-    return [sum(m * v for m, v in zip(row, x) if v) for row in M]
+def _matvec(M: list[list[Any]], x: list[Any], zero: Any = Fraction(0)) -> list[Any]:
+    """M x; every entry starts from ``zero`` (Fraction(0) or the context's mpf 0), so an
+    empty or all-zero sum is never a Python int that a later division turns into a float."""
+    return [sum((m * v for m, v in zip(row, x) if v), zero) for row in M]
 
 
-def _dot(x: list[Any], z: list[Any]) -> Any:
-    return sum(a * b for a, b in zip(x, z))
+def _dot(x: list[Any], z: list[Any], zero: Any = Fraction(0)) -> Any:
+    return sum((a * b for a, b in zip(x, z)), zero)
 
 
 def _fnorm(M: list[list[Any]]) -> float:
@@ -192,9 +196,10 @@ class _Dual:
     def score(self, j: int) -> tuple[Any, Any]:
         g = self.gram
         self.b = [g(i, j) for i in self.support]
-        self.h = _matvec(self.H, self.b)           # H b
-        self.bh = _dot(self.b, self.h)             # b^T H b
-        s = _dot(self.labels, self.h)              # y^T H b = x^T A^{-1} v
+        zero = 0 * self.one
+        self.h = _matvec(self.H, self.b, zero)     # H b
+        self.bh = _dot(self.b, self.h, zero)       # b^T H b
+        s = _dot(self.labels, self.h, zero)        # y^T H b = x^T A^{-1} v
         c = g(j, j)
         return s, (c - self.bh) / self.a           # q = x^T A^{-1} x
 
@@ -220,7 +225,7 @@ class _Dual:
 
     def alpha(self) -> list[Any]:
         """H y: w = sum_i alpha_i x_i (in feature space) is A_K^{-1} v_K."""
-        return _matvec(self.H, self.labels)
+        return _matvec(self.H, self.labels, 0 * self.one)
 
 
 class _IntDual:
@@ -357,16 +362,17 @@ class _Pinv:
         g = self.gram
         self.bB = [g(i, j) for i in self.basis]
         self.c = g(j, j)
-        self.alpha_x = _matvec(self.GBinv, self.bB)
-        self.rho = self.c - _dot(self.bB, self.alpha_x)   # squared distance to span(X)
+        zero = 0 * self.one
+        self.alpha_x = _matvec(self.GBinv, self.bB, zero)
+        self.rho = self.c - _dot(self.bB, self.alpha_x, zero)  # squared distance to span(X)
         if self.exact:
             self.inside = self.rho == 0
         else:  # mpmath: zero within the working precision
             self.inside = abs(self.rho) <= abs(self.c) * 2.0 ** (-self.gram.ctx.prec // 2)
         if not self.inside:
             return 0 * self.one, 0 * self.one
-        self.z = _matvec(self.Bminv, self.alpha_x)
-        return _dot(self.z, self.gamma), _dot(self.z, self.alpha_x)
+        self.z = _matvec(self.Bminv, self.alpha_x, zero)
+        return _dot(self.z, self.gamma, zero), _dot(self.z, self.alpha_x, zero)
 
     def mistake(self, j: int, label: int, q: Any) -> None:
         self.support.append(j)
@@ -397,7 +403,9 @@ class _Pinv:
     def alpha(self) -> list[Any]:
         """Coefficients over the mistakes (nonzero on the basis only) of C^+ v =
         X_B G_B^{-1} Bm^{-1} gamma."""
-        coef = _matvec(self.GBinv, _matvec(self.Bminv, self.gamma)) if self.basis else []
+        zero = 0 * self.one
+        coef = _matvec(self.GBinv, _matvec(self.Bminv, self.gamma, zero), zero) \
+            if self.basis else []
         at = dict(zip(self.basis, coef))
         out, seen = [], set()
         for j in self.support:  # the first mistake on a basis example carries its weight
@@ -409,6 +417,8 @@ class _Pinv:
         """Whether float64 may decide "x_t in span(X)" the other way (SPEC.md): the exact
         squared distance rho against PINV_RANK_TOL k(x, x), with rho's float64 error taken
         as 64 u m (r + 1) kappa k(x, x)."""
+        if not self.c:  # x = 0 in feature space: every form computes rho = 0 exactly
+            return False
         cf = magnitude_float(abs(self.c))
         err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (len(self.basis) + 1) \
             * self.condition_G() * cf
@@ -468,7 +478,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
         j = t % T
         label = labels[j]
         s, q = state.score(j)
-        if record_scores:  # score_t = s / (1 + q), the sign identity
+        if True:  # score_t = s / (1 + q), the sign identity (the shadow rule reads it)
             scores.append(state.exact_score(s, q) if q is None else s / (1 + q))
         k = len(mistakes)
         c = gram(j, j)
@@ -490,7 +500,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
         else:
             M = math.sqrt(magnitude_float(abs(c)) * max(V2, 0.0)) + k * kmag
             err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (k + 1) * kappa * scale * M
-            if err and abs(float(s)) <= err:
+            if err and within(s, err):
                 fragile.append(t)
         if label * s <= 0:
             mistakes.append(t)
@@ -513,9 +523,17 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
                           for c in range(n)]
         else:
             final["alpha"] = [to_fraction(v) for v in alpha]  # an mpf is a dyadic rational
-    return Trace(algorithm="second_order", form="reference", kernel=kern.spec, params=p,
-                 n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
-                 final=final, fragile=fragile, scores=scores if record_scores else None)
+    trace = Trace(algorithm="second_order", form="reference", kernel=kern.spec, params=p,
+                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
+                  final=final, fragile=fragile, scores=scores)
+    if fragile:  # the a-posteriori rule (SPEC.md 11.3): keep what the shadows confirm
+        errors = shadow_errors("second_order", X, y, epochs, kern.spec, p, trace)
+        trace.fragile = sharpen(fragile, errors,
+                                [labels[t % T] * sc for t, sc in enumerate(scores)],
+                                [[0]] * len(scores))
+    if not record_scores:
+        trace.scores = None
+    return trace
 
 
 def _pinv_replay(X: Any, support: list[int], kern: Kernel) -> tuple[float, bool]:

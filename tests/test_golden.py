@@ -41,14 +41,47 @@ def test_lint(entry):
     assert used == set(doc["notes"])
 
 
+#: Families whose a-posteriori rule stops where the a-priori rule declares the state lost
+#: (ROMMA/PUMMA, SPEC.md 12.5: a near-singular update taken), which on most of their golden
+#: cases is early: held to the global bound only, until that declaration is sharpened too.
+NOT_YET_SHARP = ("romma", "pumma")
+
+
+def _only_exact_ties(case) -> bool:
+    """Whether every fragile trial of the case is an exact tie: the exact margin y score is
+    exactly a decision threshold (0; the Perceptron's tau; ROMMA's and hard-margin PUMMA's
+    1 - delta).  At a tie a float64 form of a non-dyadic state decides by its rounding alone
+    (the forms part there: SPEC.md section 3), so it is fragile by nature, not by a loose
+    rule."""
+    from perceptron_oracle.registry import run
+    if case.algorithm == "pumma" and case.params.get("C") is not None:
+        return False  # the update test holds the slack: no tie visible in the score
+    trace = run(case.algorithm, case.X, case.y, epochs=case.epochs, kernel=case.kernel,
+                record_scores=True, **case.params)
+    thresholds = {0}
+    if case.algorithm == "perceptron":
+        thresholds.add(case.params.get("tau") or 0)
+    if case.algorithm in ("romma", "pumma"):
+        thresholds.add(1 - case.params["delta"])
+    T = len(case.y)
+    return all(int(case.y[t % T]) * trace.scores[t] in thresholds for t in trace.fragile)
+
+
 def test_most_cases_are_robust(cases):
-    """A float64 implementation must match most cases exactly: at most a quarter carry a
-    fragile trial (the matrix algorithms' fragile rules are conservative: SPEC.md 11.3,
-    12.5), and at most a tenth of the Perceptron's, whose rule is rigorous."""
-    fragile = [c for c in cases if c.expected.fragile]
-    assert len(fragile) <= len(cases) // 4
-    perceptron = [c for c in cases if c.algorithm == "perceptron"]
-    assert sum(1 for c in perceptron if c.expected.fragile) <= len(perceptron) // 10
+    """A float64 implementation must match most cases exactly: in every family at most one
+    case in ten carries a fragile trial that is not an exact tie (the fragile rules are
+    a-posteriori: SPEC.md 3, 10.7, 11.3, 12.5), and at most a quarter of all cases carry
+    any."""
+    assert sum(1 for c in cases if c.expected.fragile) <= len(cases) // 4
+    families: dict[str, list] = {}
+    for case in cases:
+        families.setdefault(case.algorithm, []).append(case)
+    for family, members in families.items():
+        fragile = [c for c in members if c.expected.fragile]
+        if family in NOT_YET_SHARP:
+            continue
+        loose = [c.name for c in fragile if not _only_exact_ties(c)]
+        assert len(loose) <= max(1, len(members) // 10), (family, loose)
 
 
 def test_regeneration_is_byte_identical():

@@ -200,7 +200,7 @@ def test_lemma4_after_every_update(data, p, C, epochs):
        delta=st.sampled_from([F(0), F(1, 10)]))
 def test_theorem2_pumma_is_romma_on_half_differences(data, epochs, delta):
     X, y, _, _ = data
-    inv.check_theorem2(X, y, epochs=epochs, delta=delta)
+    inv.check_pumma_is_romma_on_half_differences(X, y, epochs=epochs, delta=delta)
 
 
 @settings(max_examples=30)
@@ -256,7 +256,7 @@ def test_the_reference_passes_the_checks_used_below():
     for X, y in SETS:
         _theorem3(X, y)
         inv.check_lemma4(X, y, p=3)
-        inv.check_theorem2(X, y)
+        inv.check_pumma_is_romma_on_half_differences(X, y)
         inv.check_soft_equals_augmented(X, y, C=F(1))
 
 
@@ -291,7 +291,7 @@ def test_theorem3_p3_catches_newton_stopped_after_one_step():
 
 @pytest.mark.parametrize("mutation,check", [
     ("lambda_sign", lambda X, y: inv.check_lemma4(X, y)),
-    ("rhs_one", lambda X, y: inv.check_theorem2(X, y)),
+    ("rhs_one", lambda X, y: inv.check_pumma_is_romma_on_half_differences(X, y)),
     ("slack_ignored", lambda X, y: inv.check_soft_equals_augmented(X, y, C=F(1))),
     ("bias_from_pos", lambda X, y: inv.check_lemma4(X, y)),
     ("case_ii_skipped", lambda X, y: inv.check_lemma6(X, y, epochs=3)),

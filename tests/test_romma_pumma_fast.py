@@ -119,7 +119,8 @@ def test_primal_and_dual_agree_on_a_long_run():
 
 
 def test_long_run_matches_the_reference():
-    """Beyond Fraction's reach (PITFALLS.md): the reference's mpmath mode, 150 trials."""
+    """Beyond Fraction's reach (IMPLEMENTING.md, "Exact ROMMA and PUMMA grow
+    exponentially"): the reference's mpmath mode, 150 trials."""
     X, y = _noisy(50, 3, 5)
     for module, reference in ((fast_romma, reference_romma), (fast_pumma, reference_pumma)):
         expected = reference(X, y, epochs=3, delta="1/10", record_scores=True)
