@@ -76,6 +76,8 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("romma", "romma", forms=("primal", "dual"), kernel_forms=("dual",)),
         Algorithm("pumma", "pumma", forms=("primal", "dual"), kernel_forms=("dual",),
                   p2_forms=("dual",)),
+        Algorithm("alma", "alma", forms=("primal", "dual"), kernel_forms=("dual",),
+                  p2_forms=("dual",)),
     )
 }
 

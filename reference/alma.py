@@ -1,0 +1,430 @@
+"""ALMA_p(alpha; B, C), C. Gentile, "A New Approximate Maximal Margin Classification
+Algorithm" (JMLR 2 (2001) 213-242), in mpmath at a stated precision.  SPEC.md section 13.
+
+The algorithm (Gentile's Figure of ALMA_p; f as in Lemma 3 of Ishibashi, Hatano & Takeda
+2008), p >= 2, q = p/(p-1), alpha in (0, 1], B, C > 0:
+
+    w_1 = 0, k = 1                                     (k - 1 corrections so far)
+    trial t:  x^_t = x_t / ||x_t||_p                   (normalised instance; 0 stays 0)
+              score = w_k . x^_t;  mistake iff y_t score <= 0
+              gamma_k = B sqrt(p-1) / sqrt(k)
+              update iff y_t score <= (1 - alpha) gamma_k:
+                  eta_k  = C / (sqrt(p-1) sqrt(k))     (||x^_t||_p = 1)
+                  w'_k   = f^-1( f(w_k) + eta_k y_t x^_t )
+                  w_k+1  = w'_k / max{1, ||w'_k||_q};   k <- k + 1
+    f(w)_i = sign(w_i)|w_i|^(q-1) / ||w||_q^(q-2) = grad (1/2)||w||_q^2
+    f^-1(th)_i = sign(th_i)|th_i|^(p-1) / ||th||_p^(p-2) = grad (1/2)||th||_p^2
+    defaults (Gentile's Theorem 3): B = 1/alpha, C = sqrt(2)
+
+f is homogeneous of degree 1 and ||f^-1(th)||_q = ||th||_p (Lemma 3), so the state is kept as
+th = f(w): th' = th + eta y x^, th <- th' / max{1, ||th'||_p}, w = f^-1(th).  p = 2: f is the
+identity; with a kernel, x^ = phi(x) / sqrt(k(x, x)) and w = sum_j alpha_j x^_j (dual).
+
+Every square root makes the run irrational: the state is kept in mpmath at the scoped
+precision (``numbers.precision``, default 256 bits).  A decision whose margin to its
+threshold is within the reference's own error bound is taken as a tie (a score 0 is a
+mistake; y score equal to the threshold updates) and flagged fragile.  The fragile rule and
+``final_error_bounds`` are in SPEC.md 13.5.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from fractions import Fraction
+from typing import Any
+
+from ..errors import ParamError
+from ..kernels import parse_kernel
+from ..numbers import number_context
+from ..params import Param, ParamSchema
+from ..rounding import UNIT_ROUNDOFF, magnitude_float, score_error_bound
+from ..trace import Trace
+from ._common import Gram, check_epochs, exact_data
+
+
+class _OptionalRational(Param):
+    """A rational, or None (given as None or "none"): the paper's default."""
+
+    def read(self, value: Any) -> Any:
+        if value is None or isinstance(value, str) and value.strip().lower() == "none":
+            return None
+        return super().read(value)
+
+
+PARAMS = ParamSchema(
+    Param("p", "rational", Fraction(2), "the norm of the margin (instances in the p-norm, "
+          "w in the dual q-norm); p = 2 ln n approximates the max-norm margin",
+          check=lambda v: v >= 2, requirement=">= 2"),
+    Param("alpha", "rational", Fraction(1, 10), "the margin reached is (1 - alpha) times the "
+          "best p-norm margin (Gentile's alpha)", check=lambda v: 0 < v <= 1,
+          requirement="in (0, 1]"),
+    _OptionalRational("B", "rational", None, "gamma_k = B sqrt(p-1)/sqrt(k); none: 1/alpha",
+                      check=lambda v: v > 0, requirement="> 0 or none"),
+    _OptionalRational("C", "rational", None, "eta_k = C/(sqrt(p-1) sqrt(k)); none: sqrt(2)",
+                      check=lambda v: v > 0, requirement="> 0 or none"),
+)
+
+#: The final bound that allows anything, once the carried error bound is lost.
+ANY_STATE = 1e300
+#: The carried state error beyond which the state counts as lost (relative to ||th||_2).
+LOST = 2.0 ** -20
+u = UNIT_ROUNDOFF
+
+
+# -- the paper's building blocks (module functions: tests/wrong_alma.py patches them) ------
+def to_mpf(value: Any, ctx: Any) -> Any:
+    if isinstance(value, Fraction):
+        return ctx.mpf(value.numerator) / value.denominator
+    return ctx.mpf(value)
+
+
+def pnorm(values: list[Any], p: Fraction, ctx: Any) -> Any:
+    """||v||_p = (sum_i |v_i|^p)^(1/p), in mpmath."""
+    if p == 2:
+        return ctx.sqrt(sum((to_mpf(v, ctx) ** 2 for v in values), ctx.mpf(0)))
+    pm = to_mpf(p, ctx)
+    total = sum((ctx.power(abs(to_mpf(v, ctx)), pm) for v in values if v), ctx.mpf(0))
+    return ctx.power(total, 1 / pm) if total else ctx.mpf(0)
+
+
+def normalized(x: list[Any], p: Fraction, ctx: Any) -> list[Any]:
+    """x^ = x / ||x||_p; a zero instance stays zero."""
+    norm = pnorm(x, p, ctx)
+    return [to_mpf(v, ctx) / norm for v in x] if norm else [ctx.mpf(0)] * len(x)
+
+
+def margin_threshold(k: int, p: Fraction, alpha: Fraction, B: Any, ctx: Any) -> Any:
+    """(1 - alpha) gamma_k, gamma_k = B sqrt(p - 1) / sqrt(k)."""
+    return to_mpf(1 - alpha, ctx) * B * ctx.sqrt(to_mpf(p - 1, ctx)) / ctx.sqrt(k)
+
+
+def learning_rate(k: int, p: Fraction, C: Any, ctx: Any) -> Any:
+    """eta_k = C / (sqrt(p - 1) sqrt(k))."""
+    return C / (ctx.sqrt(to_mpf(p - 1, ctx)) * ctx.sqrt(k))
+
+
+def project(theta: list[Any], p: Fraction, ctx: Any) -> tuple[list[Any], Any]:
+    """w'/max{1, ||w'||_q} on th' = f(w'): th'/max{1, ||th'||_p} (||w'||_q = ||th'||_p)."""
+    N = pnorm(theta, p, ctx)
+    if N <= 1:
+        return list(theta), ctx.mpf(1)
+    return [t / N for t in theta], N
+
+
+def link_inverse(theta: list[Any], p: Fraction, ctx: Any) -> list[Any]:
+    """f^-1(th)_i = sign(th_i)|th_i|^(p-1) / ||th||_p^(p-2) (Lemma 3); f^-1(0) = 0."""
+    if p == 2:
+        return list(theta)
+    norm = pnorm(theta, p, ctx)
+    if not norm:
+        return [ctx.mpf(0)] * len(theta)
+    pm = to_mpf(p, ctx)
+    scale = ctx.power(norm, pm - 2)
+    return [ctx.sign(t) * ctx.power(abs(t), pm - 1) / scale if t else ctx.mpf(0)
+            for t in theta]
+
+
+def link(w: list[Any], p: Fraction, ctx: Any) -> list[Any]:
+    """f(w)_i = sign(w_i)|w_i|^(q-1) / ||w||_q^(q-2), q = p/(p-1): the inverse of
+    ``link_inverse`` (f^-1 with the dual exponent)."""
+    return link_inverse(w, p / (p - 1), ctx)
+
+
+def linear_score(w: list[Any], xhat: list[Any]) -> Any:
+    """w . x^ (the whole instance, every coordinate)."""
+    return sum((a * b for a, b in zip(w, xhat) if a and b), 0 * w[0] if w else 0)
+
+
+# -- the run --------------------------------------------------------------------------------
+def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
+         alpha: Any = Fraction(1, 10), B: Any = None, C: Any = None,
+         record_scores: bool = False) -> Trace:
+    """Run ALMA_p(alpha; B, C) over ``epochs`` passes of (X, y); returns the reference trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    par = PARAMS.resolve(dict(p=p, alpha=alpha, B=B, C=C))
+    if par["p"] != 2 and not kern.is_linear:
+        raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
+    ctx = number_context()
+    run = (_Primal if kern.is_linear else _Dual)(rows, labels, par, ctx, kern)
+    T = len(rows)
+    mistakes, updates, fragile, scores = [], [], [], []
+    for t in range(epochs * T):
+        j = t % T
+        label = labels[j]
+        score, err, own, thr, thr_err = run.trial(j)
+        margin = label * score
+        tie_zero = bool(own) and abs(margin) <= own        # own = 0: computed exactly
+        tie_thr = bool(own) and abs(margin - thr) <= own
+        if tie_zero:
+            score, margin = 0 * score, 0 * score
+        if record_scores:
+            scores.append(score)
+        if not run.lost:
+            gap0, gap1 = abs(float(margin)), abs(float(margin - thr))
+            if tie_zero or tie_thr or (err and (gap0 <= err or gap1 <= err + thr_err)):
+                fragile.append(t)
+        else:
+            fragile.append(t)
+        if margin <= 0:
+            mistakes.append(t)
+        if margin <= thr or tie_thr:
+            updates.append(t)
+            run.update(j, score)
+    trace = Trace(algorithm="alma", form="reference", kernel=kern.spec, params=par,
+                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
+                  final=run.final(), fragile=fragile,
+                  scores=scores if record_scores else None)
+    _remember(trace, run.bounds())
+    return trace
+
+
+class _Run:
+    """What both state forms share: k, the parameters in mpmath, the error bookkeeping."""
+
+    def __init__(self, rows: list, labels: list[int], par: dict[str, Any], ctx: Any,
+                 kern: Any):
+        self.rows, self.labels, self.ctx, self.kern = rows, labels, ctx, kern
+        self.p, self.alpha = par["p"], par["alpha"]
+        self.B = to_mpf(1 / self.alpha if par["B"] is None else par["B"], ctx)
+        self.C = ctx.sqrt(2) if par["C"] is None else to_mpf(par["C"], ctx)
+        self.n = len(rows[0])
+        self.k = 1
+        self.lost = False
+        self.D = 0.0        # ||th_float - th||_2 (in the kernel's feature space for the dual)
+        self.E = 0.0        # a dual form's drift of its ||w||^2 recurrence
+        self.rho = 0.0      # the dual form's coefficient-wise relative error
+        self.asum = 0.0     # sum_i |alpha_i| (each alpha_i is a sum of same-signed terms)
+        self.K = 0
+
+    def threshold(self) -> tuple[Any, float]:
+        thr = margin_threshold(self.k, self.p, self.alpha, self.B, self.ctx)
+        return thr, 32 * u * abs(float(thr))
+
+    def own_error(self, magnitude: Any) -> Any:
+        """The reference's own rounding allowance at its precision, for a score whose terms'
+        magnitudes sum to ``magnitude`` (the state carries K updates' roundings)."""
+        ops = (self.K + 1) * (self.n + 16) * (int(self.p) + 3)
+        return self.ctx.ldexp(magnitude, -(self.ctx.prec - 8)) * ops
+
+
+class _Primal(_Run):
+    """Linear kernel, any p: th = f(w) in R^n, w = f^-1(th)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        ctx = self.ctx
+        self.theta = [ctx.mpf(0)] * self.n
+        self.w = [ctx.mpf(0)] * self.n
+        self.size = [0.0] * self.n           # magnitude of each th_i's terms (dual form)
+        self.xhat_cache: dict[int, list[Any]] = {}
+        self.m = int(math.ceil((float(self.p) + 2) * (self.n + 8))) + 8
+
+    def xhat(self, j: int) -> list[Any]:
+        if j not in self.xhat_cache:
+            self.xhat_cache[j] = normalized(self.rows[j], self.p, self.ctx)
+        return self.xhat_cache[j]
+
+    def lipschitz_w(self) -> float:
+        """A bound on ||J||_2 of f^-1 over the ball of radius D around th (SPEC 13.5)."""
+        if self.p == 2 or self.D == 0:
+            return 1.0
+        th = [abs(float(t)) for t in self.theta]
+        norm = float(pnorm(self.theta, self.p, self.ctx))
+        if norm <= self.D:
+            return math.inf
+        r = min(1.0, (max(th) + self.D) / (norm - self.D))
+        return (float(self.p) - 1) * r ** (float(self.p) - 2)
+
+    def trial(self, j: int) -> tuple[Any, float, Any, Any, float]:
+        xh = self.xhat(j)
+        score = linear_score(self.w, xh)
+        err = 0.0
+        if self.K:
+            xa = [abs(float(v)) for v in xh]
+            x2 = math.sqrt(sum(b * b for b in xa))
+            err = self._rounding(xa) + 2 * self.lipschitz_w() * self.D * x2
+            if not err and score:
+                err = score_error_bound(self.m, 5e-324)
+        own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0)))
+        thr, thr_err = self.threshold()
+        return score, err, own, thr, thr_err
+
+    def _rounding(self, xa: list[float]) -> float:
+        """The rounding of one score from the float state: the primal form's w.x^, and for
+        p = 2 also the dual form's sum_i alpha_i x^_i.x^ (magnitudes ``size``)."""
+        mag_w = sum(abs(float(a)) * b for a, b in zip(self.w, xa))
+        out = score_error_bound(self.m, magnitude_float(mag_w) if mag_w else 0.0)
+        if self.p == 2:
+            mag_a = sum(s * b for s, b in zip(self.size, xa))
+            out += score_error_bound(self.m + self.K, mag_a)
+        return out
+
+    def update(self, j: int, score: Any) -> None:
+        ctx, p = self.ctx, self.p
+        label = self.labels[j]
+        xh = self.xhat(j)
+        eta = learning_rate(self.k, p, self.C, ctx)
+        eta_f = float(eta)
+        xa = [abs(float(v)) for v in xh]
+        x2 = math.sqrt(sum(b * b for b in xa))
+        th2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
+        rs = self._rounding(xa) if self.K else 0.0
+        prime = [t + eta * label * v for t, v in zip(self.theta, xh)]
+        D1 = self.D + (self.n + 26) * u * eta_f * x2 + u * (th2 + eta_f * x2)
+        if p == 2:   # the dual form: coefficient roundings, and its ||w||^2 recurrence
+            D1 += 2 * u * (self.asum + eta_f)
+            E1 = (self.E + 2 * eta_f * rs
+                  + 8 * u * (th2 ** 2 + 2 * eta_f * abs(float(score)) + eta_f ** 2)
+                  + (self.n + 8) * u * eta_f ** 2)
+        self.theta, N = project(prime, p, ctx)
+        Nf = float(N)
+        new2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
+        if p == 2 or Nf <= 1:
+            L = 1.0
+        else:
+            pf = float(p)
+            g = [abs(float(t)) ** (pf - 1) for t in self.theta]   # grad ||.||_p at th'/N
+            L = max(1.0, new2 * math.sqrt(sum(v * v for v in g)) / Nf)
+        self.D = L * D1 + float(p) * D1 * D1 + (self.n + 10) * u * new2
+        if p == 2:
+            self.D += E1 / 2 + 2 * u
+            self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+        self.size = [(s + eta_f * b) / Nf for s, b in zip(self.size, xa)]
+        self.asum = (self.asum + eta_f) / Nf
+        self.w = link_inverse(self.theta, p, ctx)
+        self.k += 1
+        self.K += 1
+        if not (self.D <= LOST * max(new2, 1e-300)):
+            self.lost = True
+
+    def final(self) -> dict[str, Any]:
+        return {"w": list(self.w), "k": self.k}
+
+    def bounds(self) -> dict[str, Any]:
+        if self.lost:
+            return {"final.w": [ANY_STATE] * self.n}
+        L = self.lipschitz_w() if self.K else 0.0
+        out = []
+        for wi, s in zip(self.w, self.size):
+            b = score_error_bound(self.m, magnitude_float(abs(float(wi))) if wi else 0.0)
+            b += 2 * L * self.D
+            if self.p == 2:   # the dual form reads w = sum_i alpha_i x^_i off at the end
+                b += score_error_bound(self.m + self.K, s)
+            out.append(b)
+        return {"final.w": out}
+
+
+class _Dual(_Run):
+    """p = 2, a non-linear kernel: w = sum_j alpha_j x^_j, x^ = phi(x)/sqrt(k(x, x))."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.gram = Gram(self.kern, self.rows)
+        self.alpha_c: dict[int, Any] = {}
+        self.kn: dict[int, Any] = {}
+        self.ww = self.ctx.mpf(0)        # ||w||^2
+        self.m = (self.n + 8) * self.kern.depth + 16
+
+    def knorm(self, j: int) -> Any:
+        if j not in self.kn:
+            v = self.gram(j, j)
+            self.kn[j] = self.ctx.sqrt(to_mpf(v, self.ctx)) if v > 0 else self.ctx.mpf(0)
+        return self.kn[j]
+
+    def khat(self, i: int, j: int) -> Any:
+        d = self.knorm(i) * self.knorm(j)
+        return to_mpf(self.gram(i, j), self.ctx) / d if d else self.ctx.mpf(0)
+
+    def kmag(self, i: int, j: int) -> float:
+        d = float(self.knorm(i) * self.knorm(j))
+        return self.gram.magnitude(i, j) / d if d else 0.0
+
+    def trial(self, j: int) -> tuple[Any, float, Any, Any, float]:
+        ctx = self.ctx
+        score = sum((a * self.khat(i, j) for i, a in self.alpha_c.items()), ctx.mpf(0))
+        err = 0.0
+        if self.K:
+            err = self._rounding(j, score) + (2 * self.D if self.knorm(j) else 0.0)
+        own = self.own_error(sum((abs(a * self.khat(i, j)) for i, a in self.alpha_c.items()),
+                                 ctx.mpf(0)))
+        thr, thr_err = self.threshold()
+        return score, err, own, thr, thr_err
+
+    def _rounding(self, j: int, score: Any) -> float:
+        mag = sum(abs(float(a)) * self.kmag(i, j) for i, a in self.alpha_c.items())
+        ops = self.m + len(self.alpha_c)
+        return score_error_bound(ops, magnitude_float(mag) if mag else
+                                 (5e-324 if score else 0.0))
+
+    def update(self, j: int, score: Any) -> None:
+        ctx = self.ctx
+        label = self.labels[j]
+        eta = learning_rate(self.k, self.p, self.C, ctx)
+        eta_f = float(eta)
+        has = 1 if self.knorm(j) else 0
+        rs = self._rounding(j, score) if self.K else 0.0
+        ww_prime = self.ww + 2 * eta * label * score + eta * eta * has
+        N = ctx.sqrt(ww_prime) if ww_prime > 1 else ctx.mpf(1)
+        Nf = float(N)
+        if has:
+            self.alpha_c[j] = self.alpha_c.get(j, ctx.mpf(0)) + eta * label
+        if N > 1:
+            self.alpha_c = {i: a / N for i, a in self.alpha_c.items()}
+        self.ww = ww_prime / (N * N)
+        D1 = self.D + 20 * u * eta_f + 2 * u * self.asum
+        E1 = (self.E + 2 * eta_f * rs + self.m * u * eta_f ** 2
+              + 8 * u * (float(self.ww) * Nf ** 2 + 2 * eta_f * abs(float(score))))
+        self.D = D1 + E1 / 2 + 2 * u
+        if float(ww_prime) > 1 - 2 * (D1 + E1):   # a float form may project here
+            self.rho += (D1 + E1 / 2) / max(Nf, 1.0) + 3 * u
+        self.rho += 20 * u
+        self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+        self.asum = (self.asum + eta_f * has) / Nf
+        self.k += 1
+        self.K += 1
+        if not (self.D <= LOST):
+            self.lost = True
+
+    def final(self) -> dict[str, Any]:
+        T = len(self.rows)
+        return {"alpha": [self.alpha_c.get(i, Fraction(0)) for i in range(T)], "k": self.k}
+
+    def bounds(self) -> dict[str, Any]:
+        T = len(self.rows)
+        if self.lost:
+            return {"final.alpha": [ANY_STATE] * T}
+        out = []
+        for i in range(T):
+            a = abs(float(self.alpha_c.get(i, 0)))
+            out.append(2 * (self.rho + 8 * u) * a + (5e-324 if a else 0.0))
+        return {"final.alpha": out}
+
+
+# -- final-state bounds ---------------------------------------------------------------------
+_BOUNDS: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+
+def _remember(trace: Trace, bounds: dict[str, Any]) -> None:
+    for key in [k for k, (ref, _) in _BOUNDS.items() if ref() is None]:
+        del _BOUNDS[key]
+    _BOUNDS[id(trace)] = (weakref.ref(trace), bounds)
+
+
+def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
+    """Bounds on |float - exact| for ``final.w`` (linear kernel) or ``final.alpha``, derived
+    during the run that produced ``trace`` (SPEC.md 13.5).  For a trace this process did not
+    compute (read from a file), FALLBACK_RHO relative to the largest coordinate."""
+    ref, bounds = _BOUNDS.get(id(trace), (None, None))
+    if ref is not None and ref() is trace:
+        return bounds
+    key = "w" if "w" in trace.final else "alpha"
+    values = [abs(float(v)) for v in trace.final[key]]
+    scale = max(values, default=0.0)
+    return {f"final.{key}": [FALLBACK_RHO * (v + scale) for v in values]}
+
+
+#: The relative error assumed for a trace this process did not compute.
+FALLBACK_RHO = 2.0 ** -20
