@@ -1,0 +1,426 @@
+"""One-vs-rest multiclass (Khardon & Wachman 2007, section 2.7), and the Perceptron's K
+learners trained together in one pass.
+
+Section 2.7: for each label l a binary classifier separates l from the rest; all of them run
+"in parallel" on the same pass over the data, and the prediction is the label whose
+classifier gives the largest score before the sign.  Each binary learner is exactly the
+binary algorithm on the relabelled data (y_l = +1 where the label is l, -1 elsewhere).
+
+:class:`PerceptronOvR` runs the K binary Perceptrons (``reference.perceptron``, SPEC.md
+section 7: eta, b0, C, tau, lam, alpha_bound) on one shared pass.  Each block of trials is
+scored for all K learners by one product: ``X[block] @ W.T`` in the primal form, one kernel
+block ``R[:, block].T @ Coef`` in the dual form, where R holds the kernel rows k(x_s, X) of
+every example that updated any learner (computed once, whichever learners it updates).
+Learners are independent, so after an update learner k alone rescores the rest of the block
+(the fast forms' driver, SPEC.md section 8, per column), and the others keep the shared
+scores.  Every learner is trial for trial ``fast.perceptron``'s binary run on its
+relabelled data: the same tests, the same update rule, the same hypothesis statistics.
+
+The object keeps its state between calls of :meth:`PerceptronOvR.train`, so a second call
+continues the same online run (each call's rows are new examples: alpha, the lambda-trick's
+indicator and the alpha-bound count updates per example of the call).  Its hypotheses
+(last, longest survivor, voted, averaged; Figure 2) predict on new data through
+:meth:`PerceptronOvR.decision`: the voted one by the running sum
+s_k(x) = s_{k-1}(x) + eta y_u (k(x_u, x) + C) over the update sequence, from one kernel
+block (one product ``X_test @ X_U.T`` for the linear kernel) and a cumulative sum.
+
+:func:`one_vs_rest` is the entry point for any registered algorithm: the Perceptron through
+:class:`PerceptronOvR`, every other family as K independent fast runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..data import check_finite_rows
+from ..errors import DataError, ParamError
+from ..kernels import Kernel, parse_kernel
+from ..reference._common import check_epochs
+from ..reference.perceptron import PARAMS, PREDICTION_MODES
+from ..trace import Trace
+from ._driver import MAX_BLOCK, MIN_BLOCK
+
+#: The dual form caches the kernel rows of its support examples up to this many bytes
+#: (as ``fast.perceptron``); beyond it ``one_vs_rest`` falls back to K independent runs.
+KERNEL_CACHE_BYTES = 512 * 2**20
+
+
+class PerceptronOvR:
+    """K binary Perceptrons over one shared pass (module docstring).
+
+    ``form`` is "primal" (linear kernel; X dense or CSR) or "dual" (any kernel);
+    ``params`` are ``reference.perceptron.PARAMS`` (read exactly, used as their nearest
+    doubles, as the fast forms do).
+    """
+
+    def __init__(self, n_features: int, n_classes: int, *, form: str = "primal",
+                 kernel: Any = "linear", **params: Any):
+        if form not in ("primal", "dual"):
+            raise ParamError(f"perceptron has no fast form {form!r} (forms: primal, dual)")
+        self.kernel: Kernel = parse_kernel(kernel)
+        if form == "primal" and not self.kernel.is_linear:
+            raise ParamError(f"the primal form takes the linear kernel only, not "
+                             f"{self.kernel.spec}")
+        self.params = PARAMS.resolve(params)
+        p = self.params
+        self.form, self.K, self.n = form, int(n_classes), int(n_features)
+        self.eta, self.b0, self.C = float(p["eta"]), float(p["b0"]), float(p["C"])
+        self.tau, self.lam = float(p["tau"]), float(p["lam"])
+        self.bound = p["alpha_bound"]
+        self.b = np.full(self.K, self.b0)
+        self.W = np.zeros((self.K, self.n))                  # primal: one row per learner
+        # every example that updated any learner: its row (dense), its per-learner counts
+        self.rows = np.zeros((16, self.n))
+        self.counts = np.zeros((16, self.K), dtype=np.int64)
+        self.n_support = 0
+        self.origin = np.zeros(16, dtype=np.int64)  # each support's row among all calls'
+        self.rows_seen = 0
+        self.coef = np.zeros((16, self.K))                   # dual: eta alpha_s y_s
+        # per learner: update trials (run-wide), the support id and label of each update,
+        # trials blocked by the alpha-bound under each hypothesis
+        self.updates: list[list[int]] = [[] for _ in range(self.K)]
+        self.mistakes: list[list[np.ndarray]] = [[] for _ in range(self.K)]
+        self.seq: list[list[int]] = [[] for _ in range(self.K)]
+        self.seq_y: list[list[float]] = [[] for _ in range(self.K)]
+        self.blocked: list[list[int]] = [[0] for _ in range(self.K)]
+        self.trials = 0
+        self.calls: list[tuple[int, int]] = []               # (rows, epochs) of each call
+        self.gap = [float(MIN_BLOCK * 4)] * self.K
+        self._reach = 1.0 if form == "primal" else 4.0
+        self.per_example = bool(self.lam) or self.bound is not None  # alpha read in a trial
+        self._hyp: dict[str, Any] | None = None
+
+    # -- training --------------------------------------------------------------------------
+    def train(self, X: Any, Y: np.ndarray, epochs: int = 1) -> None:
+        """Continue the run over ``epochs`` passes of (X, Y); Y is T x K in {-1, +1}."""
+        epochs = check_epochs(epochs)
+        T = X.shape[0]
+        if X.shape[1] != self.n or Y.shape != (T, self.K):
+            raise DataError(f"data: expected X with {self.n} features and Y of shape "
+                            f"({T}, {self.K}), got {X.shape} and {Y.shape}")
+        self._hyp = None
+        self.X, self.Y = X, np.asarray(Y, dtype=np.float64)
+        self.alpha = np.zeros((T, self.K), dtype=np.int64)   # this call's examples
+        self.slot = np.full(T, -1, dtype=np.int64)           # example -> support id
+        self._sq: np.ndarray | None = None                   # squared row norms (rbf)
+        self.lam_terms = (self.lam * self.Y * self.kernel.diagonal(X)[:, None]
+                          if self.lam else None)
+        if self.form == "dual":
+            S = self.n_support
+            self.R = np.zeros((max(16, S), T))
+            if S:  # kernel rows of the support of earlier calls against this call's rows
+                self.R[:S] = self.kernel.matrix(self.rows[:S], X)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for epoch in range(epochs):
+                self._epoch(self.trials + epoch * T)
+        self.trials += epochs * T
+        self.rows_seen += T
+        self.calls.append((T, epochs))
+        del self.X, self.Y, self.alpha, self.slot, self.lam_terms, self._sq
+        if self.form == "dual":
+            del self.R
+
+    def _epoch(self, base: int) -> None:
+        T = self.X.shape[0]
+        decided = np.empty((T, self.K))
+        pos = 0
+        while pos < T:
+            # about the learners' mean gap between updates (primal: an update costs one
+            # product over the rest of the block); the dual's updates cost one axpy
+            block = int(min(MAX_BLOCK, max(4 * MIN_BLOCK, self._reach * sum(self.gap) / self.K)))
+            stop = min(T, pos + block)
+            shared = self._scores(pos, stop)
+            self._rows_block: dict[int, np.ndarray] = {}
+            for k in range(self.K):
+                decided[pos:stop, k] = self._learner_block(k, pos, stop, shared[:, k], base)
+            if not np.isfinite(decided[pos:stop]).all():
+                self._not_finite(decided[pos:stop], base, pos)
+            pos = stop
+        margins = self.Y * decided
+        for k in range(self.K):
+            self.mistakes[k].append(np.flatnonzero(margins[:, k] <= 0) + base)
+
+    def _not_finite(self, scores: np.ndarray, base: int, pos: int) -> None:
+        if self.form == "primal" and not sp.issparse(self.X):
+            check_finite_rows(self.X[pos:pos + scores.shape[0]])
+        bad = int(np.argmin(np.isfinite(scores).all(axis=1)))
+        from ._driver import FloatRangeError
+        raise FloatRangeError(f"trial {base + pos + bad} (example {pos + bad}): the float64 "
+                              "state overflowed; normalise the instances")
+
+    def _scores(self, start: int, stop: int) -> np.ndarray:
+        """Scores of examples start .. stop-1 for all learners: one product."""
+        if self.form == "primal":
+            s = self.X[start:stop] @ self.W.T
+        else:
+            S = self.n_support
+            s = self.R[:S, start:stop].T @ self.coef[:S]
+        s = np.asarray(s, dtype=np.float64)
+        s += self.b
+        if self.lam_terms is not None:
+            s += np.where(self.alpha[start:stop] > 0, self.lam_terms[start:stop], 0.0)
+        return s
+
+    def _block_row(self, j: int, pos: int, stop: int) -> np.ndarray:
+        """k(x_j, x_i) for the examples i of the block: a cached kernel row (dual), or one
+        product X[block] @ x_j shared by every learner that example j updates (primal)."""
+        if self.form == "dual":
+            return self.R[int(self.slot[j]), pos:stop]
+        row = self._rows_block.get(j)
+        if row is None:
+            x = self.rows[int(self.slot[j])]
+            row = self._rows_block[j] = np.asarray(self.X[pos:stop] @ x, dtype=np.float64)
+        return row
+
+    def _learner_block(self, k: int, pos: int, stop: int, shared: np.ndarray,
+                       base: int) -> np.ndarray:
+        """Learner k over examples pos .. stop-1 from the shared scores; returns the score
+        each trial was decided on.  An update on example j adds its own term,
+        eta y_j (k(x_j, x_i) + C), to the scores of the rest of the block."""
+        col = np.array(shared)
+        y = self.Y[pos:stop, k]
+        B = stop - pos
+        cur = 0
+        room = None
+        while cur < B:
+            wants = y[cur:] * col[cur:] <= self.tau
+            if self.bound is not None:
+                room = self.alpha[pos + cur:stop, k] < self.bound
+                blocked = wants & ~room
+                wants &= room
+            hit = int(np.argmax(wants))
+            if not wants[hit]:  # no update in the rest of the block
+                if room is not None:
+                    self.blocked[k][-1] += int(np.count_nonzero(blocked))
+                break
+            if room is not None:
+                self.blocked[k][-1] += int(np.count_nonzero(blocked[:hit]))
+            j = pos + cur + hit
+            self._update(k, j, base + j)
+            cur += hit + 1
+            if cur < B:
+                step = self.Y[j, k] * self.eta
+                col[cur:] += step * (self._block_row(j, pos, stop)[cur:] + self.C)
+        return col
+
+    def _update(self, k: int, j: int, trial: int) -> None:
+        label = float(self.Y[j, k])
+        if self.per_example:
+            self.alpha[j, k] += 1
+        if self.C:
+            self.b[k] += self.eta * self.C * label
+        s = int(self.slot[j])
+        if s < 0:
+            s = self._new_support(j)
+        if self.form == "primal":
+            self.W[k] += (self.eta * label) * self.rows[s]
+        else:
+            self.counts[s, k] += 1
+            self.coef[s, k] = self.eta * int(self.counts[s, k]) * label
+        updates = self.updates[k]
+        self.gap[k] = 0.5 * self.gap[k] + 0.5 * (trial - (updates[-1] if updates else -1))
+        updates.append(trial)
+        self.seq[k].append(s)
+        self.seq_y[k].append(label)
+        self.blocked[k].append(0)
+
+    def _new_support(self, j: int) -> int:
+        s = self.n_support
+        if s == self.rows.shape[0]:
+            grow = max(16, s)
+            self.rows = np.concatenate([self.rows, np.zeros((grow, self.n))])
+            self.counts = np.concatenate([self.counts, np.zeros((grow, self.K), np.int64)])
+            self.coef = np.concatenate([self.coef, np.zeros((grow, self.K))])
+            self.origin = np.concatenate([self.origin, np.zeros(grow, np.int64)])
+        self.origin[s] = self.rows_seen + j
+        self.rows[s] = self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
+        if self.form == "dual":
+            if s == self.R.shape[0]:
+                self.R = np.concatenate([self.R, np.zeros((max(16, s), self.R.shape[1]))])
+            self.R[s] = self._kernel_row(j)
+        self.slot[j] = s
+        self.n_support += 1
+        return s
+
+    def _kernel_row(self, j: int) -> np.ndarray:
+        """k(x_j, X), as ``Kernel.matrix`` computes it, with the Gaussian kernel's squared
+        row norms of X computed once per call instead of once per row."""
+        if self.kernel.name != "rbf" or sp.issparse(self.X):
+            return self.kernel.matrix(self.X[j:j + 1], self.X)[0]
+        if self._sq is None:
+            self._sq = np.einsum("ij,ij->i", self.X, self.X)
+        x = self.X[j:j + 1]
+        sq = self._sq[j:j + 1, None] + self._sq[None, :] - 2.0 * np.asarray(x @ self.X.T)
+        np.maximum(sq, 0.0, out=sq)
+        return np.exp(-float(self.kernel.gamma) * sq)[0]
+
+    # -- the hypotheses (Figure 2) ------------------------------------------------------------
+    def votes(self, k: int) -> np.ndarray:
+        """c_0 .. c_K of learner k: the trials between two updates less the blocked ones."""
+        bounds = np.concatenate([[-1], self.updates[k], [self.trials]])
+        return (np.diff(bounds) - 1 - np.asarray(self.blocked[k])).astype(np.int64)
+
+    def hypotheses(self) -> dict[str, Any]:
+        """Per learner, the dual coefficients over the support store (eta alpha y summed) and
+        the bias of each hypothesis: last, longest survivor, averaged (sum_k c_k h_k)."""
+        if self._hyp is not None:
+            return self._hyp
+        S = self.n_support
+        out: dict[str, Any] = {m: (np.zeros((S, self.K)), np.zeros(self.K))
+                               for m in ("last", "longest_survivor", "averaged")}
+        out["longest_index"] = np.zeros(self.K, dtype=np.int64)
+        out["total_votes"] = np.zeros(self.K, dtype=np.int64)
+        for k in range(self.K):
+            votes = self.votes(k)
+            seq = np.asarray(self.seq[k], dtype=np.int64)
+            ys = np.asarray(self.seq_y[k])
+            longest = int(np.argmax(votes))
+            after = np.cumsum(votes[::-1])[::-1]
+            total = int(votes.sum())
+            out["longest_index"][k], out["total_votes"][k] = longest, total
+            for mode, weights, b0 in (("last", np.ones(len(seq)), 1),
+                                      ("longest_survivor",
+                                       (np.arange(len(seq)) < longest).astype(float), 1),
+                                      ("averaged", after[1:].astype(float), total)):
+                coef, bias = out[mode]
+                np.add.at(coef[:, k], seq, self.eta * ys * weights)
+                bias[k] = b0 * self.b0 + self.eta * self.C * float(ys @ weights)
+        out["last"][1][:] = self.b  # the bias the run built
+        self._hyp = out
+        return out
+
+    def decision(self, X: Any, mode: str = "last") -> np.ndarray:
+        """Scores (m x K) of hypothesis ``mode`` on the rows of X: h(x) for last, longest
+        survivor and averaged (sum_k c_k h_k(x)); sum_{k=1}^K c_k sign(h_k(x)) for voted."""
+        if mode not in PREDICTION_MODES:
+            raise ParamError(f"hypothesis must be one of {', '.join(PREDICTION_MODES)}, "
+                             f"got {mode!r}")
+        m = X.shape[0]
+        S = self.n_support
+        if mode == "voted":
+            return self._voted(X)
+        hyp = self.hypotheses()
+        coef, bias = hyp[mode]
+        if self.kernel.is_linear:
+            if mode == "last" and self.form == "primal":
+                W = self.W.T
+            else:
+                W = self.rows[:S].T @ coef if S else np.zeros((self.n, self.K))
+            return np.asarray(X @ W, dtype=np.float64) + bias
+        out = np.tile(bias, (m, 1))
+        if S:
+            for lo in range(0, m, 1024):
+                out[lo:lo + 1024] += self.kernel.matrix(X[lo:lo + 1024], self.rows[:S]) @ coef
+        return out
+
+    def _voted(self, X: Any) -> np.ndarray:
+        """sum_{k=1}^K c_k sign(s_k(x)), s_k = s_{k-1} + eta y_u (k(x_u, x) + C), s_0 = b0:
+        one kernel block against the support store, then per learner a cumulative sum."""
+        m, S = X.shape[0], self.n_support
+        out = np.zeros((m, self.K))
+        if not S:
+            return out
+        for lo in range(0, m, 1024):
+            G = self.kernel.matrix(X[lo:lo + 1024], self.rows[:S])
+            for k in range(self.K):
+                if not self.seq[k]:
+                    continue
+                seq = np.asarray(self.seq[k], dtype=np.int64)
+                steps = (self.eta * np.asarray(self.seq_y[k])) * (G[:, seq] + self.C)
+                steps[:, 0] += self.b0
+                s = np.cumsum(steps, axis=1)
+                out[lo:lo + 1024, k] = np.sign(s) @ self.votes(k)[1:].astype(np.float64)
+        return out
+
+    # -- traces ---------------------------------------------------------------------------
+    def traces(self) -> list[Trace]:
+        """One ``perceptron`` trace per learner, in the fast forms' format.
+
+        After one call of :meth:`train` the trace is that of ``run("perceptron", X, y_k,
+        epochs=E)``; after several, the trials are numbered over the whole run and
+        ``n_examples`` is their count (epochs 1): the run on the rows of every call in
+        order, each call's passes unrolled.
+        """
+        if len(self.calls) == 1:
+            T, epochs = self.calls[0]
+        else:
+            T, epochs = self.trials, 1
+        hyp = self.hypotheses()
+        out = []
+        for k in range(self.K):
+            upd = np.asarray(self.updates[k], dtype=np.int64)
+            examples = upd % T
+            votes = self.votes(k)
+            longest = int(hyp["longest_index"][k])
+            total = int(hyp["total_votes"][k])
+            after = np.cumsum(votes[::-1])[::-1]
+
+            def state(alpha: np.ndarray, mode: str) -> dict[str, Any]:
+                coef, bias = hyp[mode]
+                st: dict[str, Any] = {"b": float(bias[k]), "alpha": alpha.tolist()}
+                if self.kernel.is_linear:
+                    w = (self.W[k] if mode == "last" and self.form == "primal"
+                         else self.rows[:self.n_support].T @ coef[:, k])
+                    st["w"] = np.asarray(w, dtype=np.float64).tolist()
+                return st
+
+            final = state(np.bincount(examples, minlength=T), "last")
+            final["votes"] = votes.tolist()
+            final["longest_survivor"] = {
+                "index": longest, "vote": int(votes[longest]),
+                **state(np.bincount(examples[:longest], minlength=T), "longest_survivor")}
+            averaged = np.zeros(T, dtype=np.int64)
+            np.add.at(averaged, examples, after[1:])
+            final["averaged"] = {"total_votes": total, **state(averaged, "averaged")}
+            mistakes = (np.concatenate(self.mistakes[k]).tolist() if self.mistakes[k]
+                        else [])
+            out.append(Trace(algorithm="perceptron", form=self.form, kernel=self.kernel.spec,
+                             params=dict(self.params), n_examples=T, epochs=epochs,
+                             mistakes=mistakes, updates=upd.tolist(), final=final))
+        return out
+
+
+def relabel(labels: Any, classes: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """(classes, Y): Y[t, l] = +1 where labels[t] is classes[l], else -1."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise DataError(f"data: labels must be 1-dimensional, got shape {labels.shape}")
+    classes = np.unique(labels) if classes is None else np.asarray(classes)
+    unknown = ~np.isin(labels, classes)
+    if unknown.any():
+        raise DataError(f"data: label {labels[int(np.argmax(unknown))]!r} is not one of the "
+                        f"classes {classes.tolist()}")
+    if classes.shape[0] < 2:
+        raise DataError("data: one-vs-rest needs at least 2 classes, got "
+                        f"{classes.shape[0]}")
+    Y = np.where(labels[:, None] == classes[None, :], 1, -1).astype(np.int64)
+    return classes, Y
+
+
+def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
+                kernel: Any = "linear", epochs: int = 1, classes: Any = None,
+                **params: Any) -> tuple[np.ndarray, list[Trace]]:
+    """One-vs-rest training of ``algorithm`` on (X, labels): (classes, one trace per class).
+
+    The trace of class l is trial for trial the binary fast run of ``algorithm`` on
+    (X, +1 where the label is l, -1 elsewhere).  ``perceptron`` trains its K learners in one
+    shared pass (:class:`PerceptronOvR`); every other algorithm runs K independent fast
+    runs (``registry.run``).  Predict with the label of the largest score.
+    """
+    from ..data import validate
+    from ..registry import get, run
+
+    classes, Y = relabel(labels, classes)
+    algo = get(algorithm)
+    form = form or algo.default_form(kernel, params)
+    if algorithm != "perceptron" or (
+            form == "dual" and 8 * X.shape[0] * X.shape[0] > KERNEL_CACHE_BYTES):
+        return classes, [run(algorithm, X, Y[:, k], impl="fast", form=form, kernel=kernel,
+                             epochs=epochs, **params) for k in range(Y.shape[1])]
+    X, _ = validate(X, Y[:, 0])
+    model = PerceptronOvR(X.shape[1], Y.shape[1], form=form, kernel=kernel, **params)
+    model.train(X, Y, epochs)
+    return classes, model.traces()
