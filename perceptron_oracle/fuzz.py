@@ -1,0 +1,608 @@
+"""Differential fuzzing of an outside implementation against the exact reference.
+
+The golden files are fixed data: an implementation can pass every one of them and still be
+wrong elsewhere.  :func:`fuzz` draws data sets, parameters, kernels and epoch counts with
+hypothesis, runs the implementation (``verify``'s protocol, ``impl(algorithm, X, y, *,
+epochs, kernel, params) -> Trace | dict``) and the exact reference (``record_scores=True``)
+on each, and compares them by the golden files' rule (``compare.compare(..., partial=True)``,
+SPEC.md sections 4 and 9: decisions trial for trial, a first divergence at a fragile trial
+excused, the final state on the keys the implementation reports within the bounds the
+reference module derives from the data).  At the first disagreement hypothesis shrinks the
+draw to a minimal one; the report gives that data set, its parameters, kernel and epochs, the
+first diverging trial, what the reference decided there and its exact score, and writes the
+case as a replay directory (a golden file and ``manifest.json``, built by ``golden.py``)
+that ``perceptron-oracle verify --impl MODULE:CALLABLE --golden DIR`` fails at the same
+trial.
+
+The draws are tuned to the bugs the golden files show are common: small-integer and
+half-integer coordinates (exact ties, score exactly 0, and exact margin bands; dyadic numbers,
+so float64 arithmetic is exact and nothing is excused as fragile, SPEC.md section 3), zero
+instances, duplicates with the same or the opposite label, parallel and near-parallel
+instances, several epochs.  Parameters come from ``properties.strategies.PARAMS`` (an
+algorithm it does not list runs on its defaults), kernels from ``strategies.KERNELS`` for
+the algorithms whose registry entry has a kernel form taking the drawn parameters.  The
+exact reference's cost is kept bounded: at most 8 examples of at most 3 features and 3 epochs
+(4 examples and 2 epochs with a non-linear kernel).
+
+Partial conformance: ``NotImplementedError`` from the implementation means "not this draw"
+(rejected); an algorithm whose every draw is refused is reported not applicable, with the
+implementation's reason.  A draw the reference itself refuses (an inconsistent parameter
+combination, or ``NotConverged``: PUMMA's Newton stalling) is rejected too.
+
+Runs are deterministic: for a given seed and implementation the draws, the shrunk case and
+the report are the same (hypothesis with ``@seed``, no example database, no deadline, the
+profile's settings ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pathlib
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, find, given, reject, seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
+
+from . import __version__
+from . import golden
+from .compare import compare
+from .errors import OracleInputError, TraceFormatError
+from .kernels import parse_kernel
+from .numbers import format_exact, to_fraction
+from .properties.strategies import KERNELS, PARAMS
+from .reference.romma import NotConverged
+from .registry import ALGORITHMS, get
+from .trace import Trace, decode_value, encode_value
+
+External = Callable[..., Any]
+
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not_applicable"
+
+#: Bounds of a draw: examples, features and epochs (linear kernel; other kernels).
+MAX_EXAMPLES, MAX_FEATURES, MAX_EPOCHS = 8, 3, 3
+MAX_KERNEL_EXAMPLES, MAX_KERNEL_EPOCHS = 4, 2
+#: Draws tried to find one the implementation accepts, before the search proper.
+PROBE_DRAWS = 100
+
+# Coordinates: small integers and halves, 0 first (hypothesis shrinks towards it).  All are
+# dyadic, so float64 sums of their products are exact: ties are exact and stay ties.
+_VALUES = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0)
+# How an example is made from an earlier one: a copy (same or opposite label, the label is
+# drawn), a parallel copy (scaled), a near-parallel copy (plus a perturbation of 1/8 units).
+_NEW, _COPY, _SCALED, _NEAR = range(4)
+_SCALES = (2.0, -1.0, 0.5, 3.0, -2.0)
+
+
+def _settings(examples: int, phases: Iterable[Phase]) -> settings:
+    """Independent of the profile in force: no database, no deadline (the exact reference
+    may take a second on one draw), no health check, nothing printed."""
+    return settings(settings.get_profile("default"), max_examples=examples, database=None,
+                    deadline=None, derandomize=False, phases=tuple(phases),
+                    suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet,
+                    report_multiple_bugs=False, print_blob=False)
+
+
+# -- draws ---------------------------------------------------------------------------------
+
+@dataclass
+class Draw:
+    """One fuzzing input: the data, the parameters as drawn (exact), the kernel (its canonical
+    spec) and the epochs."""
+
+    X: np.ndarray
+    y: np.ndarray
+    params: dict[str, Any]
+    kernel: str = "linear"
+    epochs: int = 1
+
+    def __repr__(self) -> str:
+        return (f"Draw(X={self.X.tolist()!r}, y={self.y.tolist()!r}, "
+                f"params={_show_params(self.params)}, kernel={self.kernel!r}, "
+                f"epochs={self.epochs})")
+
+
+@st.composite
+def _example(draw: Any, rows: list[list[float]], point: Any) -> tuple[list[float], int]:
+    """One example: a new point, or a copy, parallel copy or near-parallel copy of an earlier
+    one; its label drawn (so a copy has the same or the opposite label)."""
+    kind = draw(st.integers(0, 3), label="kind") if rows else _NEW
+    if kind == _NEW:
+        row = draw(point, label="x")
+    else:
+        base = rows[draw(st.integers(0, len(rows) - 1), label="of")]
+        if kind == _COPY:
+            row = list(base)
+        elif kind == _SCALED:
+            scale = draw(st.sampled_from(_SCALES), label="scale")
+            row = [scale * v for v in base]
+        else:
+            row = [b + v / 8 for b, v in zip(base, draw(point, label="perturbation"))]
+    return row, draw(st.sampled_from([1, -1]), label="y")
+
+
+@st.composite
+def datasets(draw: Any, max_examples: int = MAX_EXAMPLES,
+             max_features: int = MAX_FEATURES) -> tuple[np.ndarray, np.ndarray]:
+    """A data set (X float64, y int64 in {-1, +1}) of small dyadic coordinates with zero
+    instances, duplicates (relabelled or not), parallel and near-parallel instances."""
+    n = draw(st.integers(1, max_features), label="features")
+    point = st.lists(st.sampled_from(_VALUES), min_size=n, max_size=n)
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    # One example at a time, each drawing only what its recipe uses (a list of full recipes
+    # costs several times more per draw); another example follows with probability about
+    # 4/5, and "no more" (0) is where the shrinker goes.
+    while len(rows) < max_examples and (not rows or draw(st.integers(0, 4), label="more?")):
+        row, label = draw(_example(rows, point), label="example")
+        rows.append(row)
+        labels.append(label)
+    return (np.array(rows, dtype=np.float64).reshape(len(rows), n),
+            np.array(labels, dtype=np.int64))
+
+
+@st.composite
+def draws(draw: Any, algorithm: str) -> Draw:
+    """Parameters (``strategies.PARAMS``), a kernel (linear in most draws; a polynomial or
+    Gaussian one where a fast form of the algorithm takes it with these parameters), data and
+    epochs."""
+    algo = get(algorithm)
+    params = draw(PARAMS[algorithm]() if algorithm in PARAMS else st.just({}), label="params")
+    kernel = "linear"
+    if algo.kernel_forms:
+        choice = draw(st.integers(0, 5), label="kernel")   # 0..3 linear: shrinks to linear
+        if choice >= 4:
+            candidate = draw(KERNELS["poly" if choice == 4 else "rbf"], label="kernel spec")
+            if algo.forms_for(candidate, params):
+                kernel = parse_kernel(candidate).spec
+    linear = kernel == "linear"
+    X, y = draw(datasets(MAX_EXAMPLES if linear else MAX_KERNEL_EXAMPLES), label="data")
+    epochs = draw(st.integers(1, MAX_EPOCHS if linear else MAX_KERNEL_EPOCHS), label="epochs")
+    return Draw(X, y, params, kernel, epochs)
+
+
+# -- one comparison ------------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    """A draw on which the implementation and the reference disagree."""
+
+    draw: Draw
+    message: str                           # compare's description, or what was raised
+    first_divergence: int | None = None    # None: the decisions agree (or no trace at all)
+    expected: str | None = None            # the reference's decision there
+    got: str | None = None                 # the implementation's
+    score: Fraction | None = None          # the exact score there
+    label: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        """JSON-able, exact numbers as "p/q" strings."""
+        d = self.draw
+        return {"X": d.X.tolist(), "y": d.y.tolist(), "params": encode_value(d.params),
+                "kernel": d.kernel, "epochs": d.epochs, "message": self.message,
+                "first_divergence": self.first_divergence, "expected": self.expected,
+                "got": self.got, "label": self.label,
+                "score": None if self.score is None else format_exact(self.score)}
+
+
+class _Rejected(Exception):
+    """The draw does not apply (raised by :func:`check_draw`, turned into a rejection)."""
+
+    def __init__(self, reason: str, by_reference: bool = False) -> None:
+        super().__init__(reason)
+        self.reason, self.by_reference = reason, by_reference
+
+
+def impl_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters an implementation is called with: every parameter resolved, as a golden
+    file's group holds them (``verify.run_external`` passes the same)."""
+    return decode_value(encode_value(get(algorithm).params.resolve(params)))
+
+
+def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
+    """Run ``impl`` and the exact reference on ``d``; None when they agree (up to a fragile
+    trial), a :class:`Finding` when not.  Raises ``_Rejected`` when the draw does not
+    apply: the implementation raised NotImplementedError, or the reference refused it."""
+    try:
+        passed = impl_params(algorithm, d.params)
+    except OracleInputError as exc:
+        raise _Rejected(f"the reference refuses the parameters: {exc}", True) from None
+    try:
+        actual = impl(algorithm, d.X.copy(), d.y.copy(), epochs=d.epochs, kernel=d.kernel,
+                      params=passed)
+    except NotImplementedError as exc:
+        raise _Rejected(str(exc) or "NotImplementedError") from None
+    except Exception as exc:  # an outside implementation may raise anything: a finding
+        actual = exc
+    reference = get(algorithm).implementation("reference")
+    try:
+        expected = reference(d.X, d.y, epochs=d.epochs, kernel=d.kernel, record_scores=True,
+                             **d.params)
+    except NotConverged as exc:
+        raise _Rejected(f"the reference did not converge: {exc}", True) from None
+    except OracleInputError as exc:
+        raise _Rejected(f"the reference refuses the draw: {exc}", True) from None
+    if isinstance(actual, Exception):
+        return Finding(d, f"raised {type(actual).__name__}: {actual}")
+    try:
+        trace = actual if isinstance(actual, Trace) else Trace.from_dict(actual,
+                                                                         numeric_final=True)
+    except TraceFormatError as exc:
+        return Finding(d, f"not a valid trace: {exc}")
+    try:
+        result = compare(expected, trace, X=d.X, partial=True)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        return Finding(d, f"cannot be compared: {type(exc).__name__}: {exc}")
+    if result.ok:
+        return None
+    finding = Finding(d, result.describe(), first_divergence=result.first_divergence)
+    t = result.first_divergence
+    if t is not None:
+        finding.expected = _decision(t, expected)
+        finding.got = _decision(t, trace)
+        finding.label = int(d.y[t % len(d.y)])
+        if expected.scores is not None and t < len(expected.scores):
+            finding.score = to_fraction(expected.scores[t])
+    return finding
+
+
+def _decision(t: int, trace: Trace) -> str:
+    mistake, update = t in set(trace.mistakes), t in set(trace.updates)
+    if mistake == update:
+        return "mistake and update" if mistake else "no mistake, no update"
+    return "mistake, no update" if mistake else "update, no mistake"
+
+
+# -- the search ----------------------------------------------------------------------------
+
+@dataclass
+class AlgorithmReport:
+    """The outcome for one algorithm: ``status`` PASS (no disagreement in ``checked``
+    comparisons), FAIL (``finding`` is the shrunk case) or NOT_APPLICABLE (``reason``)."""
+
+    algorithm: str
+    status: str
+    checked: int = 0                      # comparisons made (shrinking included)
+    found_after: int | None = None        # comparisons made when the first one failed
+    not_applicable: Counter[str] = field(default_factory=Counter)   # reason -> draws
+    reason: str = ""
+    finding: Finding | None = None
+    replay_message: str | None = None     # what `verify` says on the replay directory
+    replay_first_divergence: int | None = None
+    seconds: float = 0.0
+
+    def record(self) -> dict[str, Any]:
+        return {"algorithm": self.algorithm, "status": self.status, "checked": self.checked,
+                "found_after": self.found_after, "reason": self.reason,
+                "not_applicable": dict(self.not_applicable),
+                "finding": self.finding.record() if self.finding else None,
+                "replay_message": self.replay_message,
+                "replay_first_divergence": self.replay_first_divergence,
+                "seconds": round(self.seconds, 3)}
+
+
+@dataclass
+class FuzzReport:
+    seed: int
+    examples: int
+    results: list[AlgorithmReport]
+    replay_dir: pathlib.Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status != FAIL for r in self.results)
+
+    @property
+    def failures(self) -> list[AlgorithmReport]:
+        return [r for r in self.results if r.status == FAIL]
+
+    def describe(self, impl_spec: str | None = None) -> str:
+        lines = []
+        for r in self.results:
+            if r.status == NOT_APPLICABLE:
+                lines.append(f"N/A  {r.algorithm}: {r.reason}")
+                continue
+            skipped = sum(r.not_applicable.values())
+            extra = f", {skipped} draws not applicable" if skipped else ""
+            if r.status == PASS:
+                lines.append(f"PASS {r.algorithm}: no disagreement in {r.checked} draws"
+                             f"{extra} ({r.seconds:.1f} s)")
+                continue
+            f = r.finding
+            if f is None:
+                lines.append(f"FAIL {r.algorithm}: {r.reason}")
+                continue
+            d = f.draw
+            T, n = d.X.shape
+            lines.append(f"FAIL {r.algorithm}: disagrees with the reference (found at draw "
+                         f"{r.found_after}, {r.checked} draws compared with the shrinking"
+                         f"{extra}, {r.seconds:.1f} s)")
+            lines.append(f"  data: {T} example{'s' * (T != 1)} x {n} feature"
+                         f"{'s' * (n != 1)}, {d.epochs} epoch{'s' * (d.epochs != 1)}, "
+                         f"kernel {d.kernel}")
+            lines.append(f"    X = {_show_X(d.X)}")
+            lines.append(f"    y = {d.y.tolist()}")
+            lines.append(f"  params: {_show_params(d.params)} (the rest at their defaults)")
+            if f.first_divergence is not None:
+                t = f.first_divergence
+                score = "" if f.score is None else \
+                    f"; exact score {format_exact(f.score)} (~{float(f.score):.6g})"
+                lines.append(f"  first divergence: trial {t} (example {t % T}, label "
+                             f"{f.label:+d}): expected {f.expected}, got {f.got}{score}")
+            lines.append(f"  {f.message}")
+            if r.reason:
+                lines.append(f"  {r.reason}")
+            if r.replay_message is not None:
+                lines.append(f"  replay: {r.replay_message}")
+        if self.replay_dir is not None:
+            target = impl_spec or "MODULE:CALLABLE"
+            lines.append(f"replay: perceptron-oracle verify --impl {target} --golden "
+                         f"{self.replay_dir}")
+        failed = len(self.failures)
+        lines.append(f"fuzz (seed {self.seed}, {self.examples} examples per algorithm): "
+                     f"{sum(r.status == PASS for r in self.results)} passed, {failed} failed, "
+                     f"{sum(r.status == NOT_APPLICABLE for r in self.results)} not applicable")
+        return "\n".join(lines)
+
+    def record(self) -> dict[str, Any]:
+        return {"format": "perceptron-oracle/fuzz-report@1", "seed": self.seed,
+                "examples": self.examples,
+                "replay_dir": None if self.replay_dir is None else str(self.replay_dir),
+                "results": [r.record() for r in self.results]}
+
+
+class _Disagreement(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def fuzz(impl: External, algorithms: Iterable[str] | None = None, *, examples: int = 200,
+         seed: int = 0, out_dir: str | pathlib.Path | None = None,
+         log: Callable[[str], None] | None = None) -> FuzzReport:
+    """Fuzz ``impl`` on each algorithm (every registered one by default) with ``examples``
+    draws each; shrink each disagreement to a minimal draw and write the shrunk cases as one
+    replay directory (``out_dir``, or a new temporary directory when there is a failure and
+    no ``out_dir``).  ``log`` receives one line per algorithm as it finishes."""
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
+        raise OracleInputError(f"examples must be a positive integer, got {examples!r}")
+    names = list(ALGORITHMS) if algorithms is None else list(algorithms)
+    for name in names:
+        get(name)  # an unknown name fails here, before any work
+    results = []
+    for name in names:
+        result = _search(impl, name, examples, seed)
+        results.append(result)
+        if log:
+            log(f"{name}: {result.status} ({result.checked} draws, {result.seconds:.1f} s)")
+    report = FuzzReport(seed, examples, results)
+    if any(r.finding is not None for r in report.failures):
+        directory = pathlib.Path(out_dir) if out_dir is not None else \
+            pathlib.Path(tempfile.mkdtemp(prefix="perceptron-oracle-fuzz-"))
+        write_replay(directory, {r.algorithm: r.finding for r in report.failures
+                                 if r.finding is not None}, seed)
+        report.replay_dir = directory
+        _replay(impl, directory, report.failures)
+    return report
+
+
+def _search(impl: External, algorithm: str, examples: int, seed_value: int) -> AlgorithmReport:
+    start = time.perf_counter()
+    report = AlgorithmReport(algorithm, PASS)
+    strategy = draws(algorithm)
+
+    def applies(d: Draw) -> bool:
+        try:
+            check_draw(impl, algorithm, d)
+        except _Rejected as exc:
+            report.not_applicable[exc.reason] += 1
+            return False
+        return True
+
+    # A probe first: an algorithm the implementation never takes is reported without
+    # hypothesis' thousands of rejected draws.
+    try:
+        find(strategy, applies, settings=_settings(min(examples, PROBE_DRAWS),
+                                                   [Phase.generate]),
+             random=random.Random(seed_value))
+    except NoSuchExample:
+        report.status = NOT_APPLICABLE
+        report.reason = _reason(report.not_applicable)
+        report.seconds = time.perf_counter() - start
+        return report
+    report.not_applicable.clear()
+
+    found: list[Finding] = []
+
+    def check(d: Draw) -> None:
+        try:
+            finding = check_draw(impl, algorithm, d)
+        except _Rejected as exc:
+            report.not_applicable[exc.reason] += 1
+            reject()
+        report.checked += 1
+        if finding is not None:
+            if report.found_after is None:
+                report.found_after = report.checked
+            found.append(finding)
+            raise _Disagreement(finding)
+
+    test = _settings(examples, [Phase.explicit, Phase.generate, Phase.shrink])(
+        seed(seed_value)(given(strategy)(check)))
+    try:
+        test()
+    except _Disagreement as exc:
+        report.status = FAIL
+        report.finding = _reduce(impl, algorithm, exc.finding, report)
+    except Unsatisfiable:
+        report.status = NOT_APPLICABLE
+        report.reason = _reason(report.not_applicable)
+    except Flaky:
+        report.status = FAIL
+        report.reason = ("the implementation gave different answers on the same draw "
+                         "(not deterministic)")
+        report.finding = found[-1] if found else None
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _reduce(impl: External, algorithm: str, finding: Finding,
+            report: AlgorithmReport) -> Finding:
+    """After hypothesis' shrinking: drop a feature, an example or an epoch while the
+    implementation still disagrees.  Hypothesis cannot drop a feature by itself (the number
+    of features is drawn first: fewer of them re-reads every later choice), so a shrunk
+    draw may keep a column of zeros.  Deterministic: candidates in a fixed order, the first
+    that still disagrees taken, until none does."""
+    while True:
+        d = finding.draw
+        T, n = d.X.shape
+        candidates = [Draw(np.delete(d.X, j, axis=1), d.y, d.params, d.kernel, d.epochs)
+                      for j in range(n) if n > 1]
+        candidates += [Draw(np.delete(d.X, i, axis=0), np.delete(d.y, i), d.params, d.kernel,
+                            d.epochs) for i in range(T) if T > 1]
+        if d.epochs > 1:
+            candidates.append(Draw(d.X, d.y, d.params, d.kernel, d.epochs - 1))
+        for candidate in candidates:
+            try:
+                smaller = check_draw(impl, algorithm, candidate)
+            except _Rejected:
+                continue
+            report.checked += 1
+            if smaller is not None:
+                finding = smaller
+                break
+        else:
+            return finding
+
+
+def _reason(reasons: Counter[str]) -> str:
+    if not reasons:
+        return "no draw applies"
+    reason, count = reasons.most_common(1)[0]
+    total = sum(reasons.values())
+    return reason if count == total else f"{reason} ({count} of {total} draws; others: " \
+        f"{'; '.join(r for r, _ in reasons.most_common()[1:3])})"
+
+
+# -- replay directory ----------------------------------------------------------------------
+
+def replay_file_name(algorithm: str) -> str:
+    return f"fuzz_{algorithm}.json"
+
+
+def write_replay(directory: str | pathlib.Path, findings: dict[str, Finding],
+                 seed_value: int = 0) -> pathlib.Path:
+    """Write each finding as a golden file of one case (``golden.build_document``, so the
+    expected trace is the reference's) and ``manifest.json`` listing them, into
+    ``directory``: ``verify --golden directory`` replays them."""
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for algorithm, finding in findings.items():
+        d = finding.draw
+        flags = ("duplicates",) if len({tuple(r) for r in d.X.tolist()}) < len(d.y) else ()
+        spec = golden.FileSpec(
+            name=replay_file_name(algorithm)[:-5],
+            header=[f"A case found by perceptron-oracle's differential fuzzer (seed "
+                    f"{seed_value}), shrunk by hypothesis: the implementation fuzzed "
+                    f"disagreed with the reference here: {_clip(finding.message)}"],
+            groups=[golden.GroupSpec(comment="fuzz", algorithm=algorithm,
+                                     params=dict(d.params), kernel=d.kernel,
+                                     cases=[golden.CaseSpec(comment="the shrunk draw",
+                                                            X=d.X, y=d.y, epochs=d.epochs,
+                                                            flags=flags)])])
+        text = golden.dumps(golden.build_document(spec))
+        path = directory / replay_file_name(algorithm)
+        path.write_text(text, encoding="utf-8")
+        entries.append({"path": path.name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                        "numberOfCases": json.loads(text)["numberOfCases"]})
+    manifest = {"format": golden.MANIFEST_FORMAT, "generatorVersion": __version__,
+                "files": entries}
+    (directory / "manifest.json").write_text(golden.dumps(manifest), encoding="utf-8")
+    return directory
+
+
+def _replay(impl: External, directory: pathlib.Path, failures: list[AlgorithmReport]) -> None:
+    """Replay the directory as ``verify`` does and record what it says, so the report shows
+    that the replay fails where the fuzzer found the disagreement."""
+    from . import verify
+
+    by_algorithm = {r.algorithm: r for r in failures}
+    for result in verify.verify(golden.load(directory),
+                                lambda c: verify.run_external(c, impl)):
+        r = by_algorithm.get(result.case.algorithm)
+        if r is None:
+            continue
+        r.replay_first_divergence = result.first_divergence
+        if result.status == verify.FAIL:
+            r.replay_message = f"FAIL {result.case.name} {result.message}"
+        else:
+            r.replay_message = (f"{result.status} {result.case.name}: the replay does not "
+                                f"reproduce the disagreement ({result.message})")
+
+
+# -- showing numbers -----------------------------------------------------------------------
+
+def _clip(text: str, width: int = 300) -> str:
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def _show_X(X: np.ndarray) -> str:
+    return "[" + ", ".join("[" + ", ".join(f"{v:g}" for v in row) + "]"
+                           for row in X.tolist()) + "]"
+
+
+def _show_params(params: dict[str, Any]) -> str:
+    if not params:
+        return "{}"
+    return "{" + ", ".join(f"{k}=" + (format_exact(v) if isinstance(v, Fraction) else repr(v))
+                           for k, v in params.items()) + "}"
+
+
+# -- command line --------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    """``--impl MODULE:CALLABLE [--algorithm A ...] [--examples N] [--seed S] [--out DIR]``:
+    print the report; exit 1 on a disagreement, 0 otherwise, 2 on bad input."""
+    from .verify import load_callable
+
+    parser = argparse.ArgumentParser(
+        prog="perceptron-oracle verify --fuzz",
+        description="generate data until the implementation and the exact reference "
+                    "disagree, then shrink it to a minimal case")
+    parser.add_argument("--impl", required=True, metavar="MODULE:CALLABLE")
+    parser.add_argument("--algorithm", action="append", default=None,
+                        help="only this algorithm (repeatable; default: every one)")
+    parser.add_argument("--examples", type=int, default=200,
+                        help="draws per algorithm (default 200)")
+    parser.add_argument("--seed", type=int, default=0, help="hypothesis' seed (default 0)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="the replay directory (default: a new temporary directory)")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed its usage line
+        return int(exc.code or 0)
+    try:
+        impl = load_callable(args.impl)
+        report = fuzz(impl, args.algorithm, examples=args.examples, seed=args.seed,
+                      out_dir=args.out,
+                      log=lambda line: print(line, file=sys.stderr, flush=True))
+    except OracleInputError as exc:
+        print(f"perceptron-oracle: {exc}", file=sys.stderr)
+        return 2
+    print(report.describe(args.impl))
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

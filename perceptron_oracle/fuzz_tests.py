@@ -1,0 +1,47 @@
+"""The differential fuzzing the pytest plugin runs with ``--oracle-fuzz`` (see fuzz.py): one
+test per registered algorithm (``--oracle-algorithm`` narrows them) against
+``--oracle-impl``.  A disagreement fails the test with the shrunk case and the command that
+replays it; an algorithm the implementation never takes (NotImplementedError on every draw)
+is skipped with the implementation's reason.
+
+Options read, each with its default when the plugin does not define it:
+``--oracle-fuzz-examples`` (draws per algorithm, 200), ``--oracle-fuzz-seed`` (0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perceptron_oracle.fuzz import FAIL, NOT_APPLICABLE, fuzz
+from perceptron_oracle.registry import ALGORITHMS
+
+DEFAULT_EXAMPLES = 200
+
+
+def pytest_generate_tests(metafunc: Any) -> None:
+    if "oracle_fuzz_algorithm" in metafunc.fixturenames:
+        only = metafunc.config.getoption("oracle_algorithm", default=None)
+        names = [name for name in ALGORITHMS if not only or name in only]
+        metafunc.parametrize("oracle_fuzz_algorithm", names)
+
+
+def _examples(config: Any) -> int:
+    for name in ("oracle_fuzz_examples", "oracle_fuzz"):
+        value = config.getoption(name, default=None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return DEFAULT_EXAMPLES
+
+
+def test_fuzz(oracle_fuzz_algorithm: str, oracle_impl: Any, request: Any,
+              tmp_path_factory: Any) -> None:
+    config = request.config
+    out = tmp_path_factory.mktemp(f"fuzz-{oracle_fuzz_algorithm}")
+    report = fuzz(oracle_impl, [oracle_fuzz_algorithm], examples=_examples(config),
+                  seed=int(config.getoption("oracle_fuzz_seed", default=0) or 0), out_dir=out)
+    result = report.results[0]
+    if result.status == NOT_APPLICABLE:
+        pytest.skip(f"{oracle_fuzz_algorithm} not applicable: {result.reason}")
+    assert result.status != FAIL, "\n" + report.describe(config.getoption("oracle_impl"))
