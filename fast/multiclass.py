@@ -238,8 +238,10 @@ class PerceptronOvR:
         self.origin[s] = self.rows_seen + j
         self.rows[s] = self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
         if self.form == "dual":
-            if s == self.R.shape[0]:
-                self.R = np.concatenate([self.R, np.zeros((max(16, s), self.R.shape[1]))])
+            if s == self.R.shape[0]:  # double the capacity; rows past n_support unused
+                grown = np.empty((s + max(16, s), self.R.shape[1]))
+                grown[:s] = self.R
+                self.R = grown
             self.R[s] = self._kernel_row(j)
         self.slot[j] = s
         self.n_support += 1

@@ -44,6 +44,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           "only for higher_order and pnorm_perceptron, to the run's p-norm")
     run.add_argument("--add-bias", action="store_true",
                      help="append a constant 1 coordinate first (float64)")
+    run.add_argument("--multiclass", choices=("ovr",), default=None,
+                     help="one-vs-rest (Khardon & Wachman, section 2.7): the labels are "
+                          "classes (any integers), one binary learner per class")
     run.add_argument("--out", default=None, metavar="TRACE.json")
 
     check = commands.add_parser("check", help="every fast form against every golden case "
@@ -86,12 +89,12 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load(spec: str) -> Any:
+def _load(spec: str, classes: bool = False) -> Any:
     from . import data, datasets
 
     if spec.startswith("builtin:"):
         return datasets.builtin(spec[len("builtin:"):])
-    return data.load(spec)
+    return data.load(spec, classes=classes)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -100,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.epochs < 1:
         raise OracleInputError(f"--epochs must be at least 1, got {args.epochs}")
-    dataset = _load(args.data)
+    dataset = _load(args.data, classes=args.multiclass is not None)
     X = dataset.X
     params = dict(parse_assignment(text) for text in args.param)
     norm = args.normalize
@@ -120,13 +123,15 @@ def _run(args: argparse.Namespace) -> int:
         steps.append("bias coordinate added")
     if args.impl == "reference" and hasattr(X, "toarray"):
         X = X.toarray()
+    prepared = f" ({', '.join(steps)})" if steps else ""
+    if args.multiclass == "ovr":
+        return _run_one_vs_rest(args, dataset, X, params, prepared)
     start = time.perf_counter()
     trace = run(args.algorithm, X, dataset.y, impl=args.impl, form=args.form,
                 epochs=args.epochs, kernel=args.kernel, **params)
     seconds = time.perf_counter() - start
     total = trace.n_examples * trace.epochs
     fragile = f", {len(trace.fragile)} fragile" if trace.fragile else ""
-    prepared = f" ({', '.join(steps)})" if steps else ""
     print(f"{trace.algorithm} {trace.form} {trace.kernel} on {dataset.source}{prepared}: "
           f"{trace.n_examples} examples x {trace.epochs} epochs, "
           f"{len(trace.mistakes)} mistakes, {len(trace.updates)} updates in {total} trials"
@@ -134,6 +139,41 @@ def _run(args: argparse.Namespace) -> int:
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:
             handle.write(trace.to_json() + "\n")
+    return 0
+
+
+def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dict[str, Any],
+                     prepared: str) -> int:
+    """``run --multiclass ovr``: one binary learner per class, each trial for trial the
+    binary run on (X, +1 for its class, -1 elsewhere): the fast forms share each block's
+    product (``fast.multiclass.one_vs_rest``), the reference runs K times.  ``--out`` writes
+    ``{"format": "perceptron-oracle/one-vs-rest@1", "classes": [...], "traces": [...]}``."""
+    import json
+
+    from .fast.multiclass import one_vs_rest, relabel
+    from .registry import run
+
+    start = time.perf_counter()
+    if args.impl == "fast":
+        classes, traces = one_vs_rest(args.algorithm, X, dataset.y, form=args.form,
+                                      kernel=args.kernel, epochs=args.epochs, **params)
+    else:
+        classes, Y = relabel(dataset.y)
+        traces = [run(args.algorithm, X, Y[:, k], epochs=args.epochs, kernel=args.kernel,
+                      **params) for k in range(Y.shape[1])]
+    seconds = time.perf_counter() - start
+    first = traces[0]
+    fragile = sum(len(t.fragile or []) for t in traces)
+    print(f"{first.algorithm} {first.form} {first.kernel} one-vs-rest on {dataset.source}"
+          f"{prepared}: {len(classes)} classes, {first.n_examples} examples x "
+          f"{first.epochs} epochs, mistakes per class "
+          f"{[len(t.mistakes) for t in traces]}, {sum(len(t.updates) for t in traces)} "
+          f"updates in all{f', {fragile} fragile' if fragile else ''}, {seconds:.3f} s")
+    if args.out:
+        record = {"format": "perceptron-oracle/one-vs-rest@1", "classes": classes.tolist(),
+                  "traces": [t.to_dict() for t in traces]}
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
     return 0
 
 

@@ -25,13 +25,15 @@ SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
 @dataclass
 class Dataset:
     X: Any  # np.ndarray (T, n) float64, or scipy.sparse.csr_matrix
-    y: np.ndarray  # (T,) int64 in {-1, +1}
+    y: np.ndarray  # (T,) int64 in {-1, +1} (class labels for one-vs-rest data)
     source: str = "<memory>"
 
 
 def validate(X: Any, y: Any, *, where: str = "data",
-             check_finite: bool = True) -> tuple[Any, np.ndarray]:
+             check_finite: bool = True, classes: bool = False) -> tuple[Any, np.ndarray]:
     """Check X and y and return them as the implementations take them.
+
+    Labels are -1 or +1; with ``classes`` (one-vs-rest data) any integers, the class labels.
 
     X comes back as the caller's own array when it is already a C-contiguous float64 array
     (no copy of a large data set; no implementation writes to X), else as a converted copy.
@@ -69,15 +71,23 @@ def validate(X: Any, y: Any, *, where: str = "data",
         raise DataError(f"{where}: the data set is empty")
     if X.shape[1] == 0:
         raise DataError(f"{where}: X has no features")
+    wanted = "integers" if classes else "-1 or +1"
     if y_arr.dtype == bool or not np.issubdtype(y_arr.dtype, np.number):
-        raise DataError(f"{where}: labels must be -1 or +1, got dtype {y_arr.dtype}")
-    bad_labels = ~np.isin(y_arr, (-1, 1))
+        raise DataError(f"{where}: labels must be {wanted}, got dtype {y_arr.dtype}")
+    if classes:
+        with np.errstate(invalid="ignore"):
+            bad_labels = ~np.isfinite(y_arr) | (np.asarray(y_arr, dtype=np.float64)
+                                                != np.round(y_arr))
+    else:
+        bad_labels = ~np.isin(y_arr, (-1, 1))
     if bad_labels.any():
         i = int(np.argmax(bad_labels))
         label = y_arr[i].item()
         if isinstance(label, float) and label.is_integer():
             label = int(label)
-        raise DataError(f"{where}: label {label!r} at row {i} is not -1 or +1")
+        wanted = "an integer" if classes else \
+            "-1 or +1 (class labels need one-vs-rest: --multiclass ovr)"
+        raise DataError(f"{where}: label {label!r} at row {i} is not {wanted}")
     return X, y_arr.astype(np.int64)
 
 
@@ -88,8 +98,10 @@ def check_finite_rows(values: np.ndarray, where: str = "data") -> None:
         raise DataError(f"{where}: X contains {bad}")
 
 
-def load(path: str | os.PathLike[str], *, n_features: int | None = None) -> Dataset:
-    """Load by suffix: ``.npz`` (arrays ``X``, ``y``), ``.csv`` (label last), svmlight."""
+def load(path: str | os.PathLike[str], *, n_features: int | None = None,
+         classes: bool = False) -> Dataset:
+    """Load by suffix: ``.npz`` (arrays ``X``, ``y``), ``.csv`` (label last), svmlight;
+    ``classes``: integer class labels (one-vs-rest) instead of -1 / +1."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
@@ -106,7 +118,7 @@ def load(path: str | os.PathLike[str], *, n_features: int | None = None) -> Data
                             f"(.npz, .csv, or svmlight {'/'.join(SVMLIGHT_SUFFIXES)})")
     except UnicodeDecodeError:
         raise DataError(f"{path}: not a text file") from None
-    X, y = validate(X, y, where=path)
+    X, y = validate(X, y, where=path, classes=classes)
     return Dataset(X, y, path)
 
 

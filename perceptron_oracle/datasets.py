@@ -94,6 +94,20 @@ def digits(positive: int = 3, rows: int | None = 600, normalized: bool = True) -
                          f"{', unit 2-norm' if normalized else ''}")
 
 
+def digit_classes(rows: int | None = None, normalized: bool = True) -> Dataset:
+    """Digits with their ten class labels 0..9 (one-vs-rest data), the first ``rows``
+    examples (all 1,797 by default), rows at unit 2-norm unless ``normalized`` is false."""
+    from .preprocessing import normalize
+    X, digit = _read_shipped("digits")
+    if rows is not None:
+        X, digit = X[:rows], digit[:rows]
+    if normalized:
+        X = normalize(X, 2.0)
+    X, y = validate(X, digit, classes=True)
+    return Dataset(X, y, f"digits, 10 classes, first {X.shape[0]}"
+                         f"{', unit 2-norm' if normalized else ''}")
+
+
 def export_real_data(directory: str | pathlib.Path) -> list[pathlib.Path]:
     """Write ``wdbc.csv`` and ``digits.csv`` from scikit-learn's ``load_breast_cancer`` and
     ``load_digits`` (needs scikit-learn; run once by hand to make the shipped files:
@@ -127,6 +141,7 @@ BUILTIN = {
     "wdbc": lambda: wdbc(),
     "wdbc-unit": lambda: wdbc(normalized=True),
     "digits3": lambda: digits(),
+    "digits": lambda: digit_classes(),  # class labels 0..9: for --multiclass ovr
 }
 
 

@@ -202,3 +202,57 @@ def test_normalize_none_turns_the_default_off(capsys):
     assert main(["run", "pnorm_perceptron", "--data", "builtin:noisy", "--param", "p=3",
                  "--impl", "fast"]) == 0
     assert "normalized to unit 3-norm" in capsys.readouterr().out
+
+
+# -- one-vs-rest ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def three_classes(tmp_path_factory):
+    """30 small-integer examples with labels 4, 7 and 9 as a CSV file (label last)."""
+    rng = np.random.default_rng(5)
+    X = rng.integers(-3, 4, size=(30, 3)).astype(float)
+    labels = np.array([4, 7, 9])[rng.integers(0, 3, size=30)]
+    path = tmp_path_factory.mktemp("ovr") / "three.csv"
+    path.write_text("".join(",".join(f"{v:g}" for v in row) + f",{label}\n"
+                            for row, label in zip(X, labels)))
+    return path, X, labels
+
+
+@pytest.mark.parametrize("algorithm, extra", [("perceptron", ["--param", "tau=1/2"]),
+                                              ("second_order", [])])
+def test_one_vs_rest_is_one_binary_run_per_class(three_classes, tmp_path, capsys,
+                                                 algorithm, extra):
+    path, X, labels = three_classes
+    records = {}
+    for impl in ("fast", "reference"):
+        out = tmp_path / f"{impl}.json"
+        assert main(["run", algorithm, "--data", str(path), "--impl", impl, "--multiclass",
+                     "ovr", "--epochs", "2", "--out", str(out)] + extra) == 0
+        assert "3 classes, 30 examples x 2 epochs" in capsys.readouterr().out
+        records[impl] = json.loads(out.read_text())
+        assert records[impl]["format"] == "perceptron-oracle/one-vs-rest@1"
+        assert records[impl]["classes"] == [4, 7, 9]
+    params = {"tau": "1/2"} if extra else {}
+    for k, cls in enumerate((4, 7, 9)):
+        binary = np.where(labels == cls, 1, -1)
+        from perceptron_oracle.registry import run
+        want = run(algorithm, X, binary, epochs=2, **params)
+        for impl in ("fast", "reference"):
+            got = Trace.from_dict(records[impl]["traces"][k])
+            assert (got.mistakes, got.updates) == (want.mistakes, want.updates), (impl, cls)
+
+
+def test_class_labels_need_one_vs_rest(three_classes, capsys):
+    path, _, labels = three_classes
+    assert main(["run", "perceptron", "--data", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"label {labels[0]} at row 0 is not -1 or +1" in err
+    assert "--multiclass ovr" in err
+
+
+def test_one_vs_rest_refuses_fractional_labels(tmp_path, capsys):
+    path = tmp_path / "frac.csv"
+    path.write_text("1,2,0.5\n2,1,1\n")
+    assert main(["run", "perceptron", "--data", str(path), "--multiclass", "ovr"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "label 0.5 at row 0 is not an integer" in err
