@@ -102,8 +102,9 @@ from ..rounding import score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
 from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, NotConverged, Numbers, Rows,
-                    bound, _float, dual_bounds, finite, known_bounds, norm_error,
-                    remember_bounds, run_modes, solve_2norm)
+                    bound, _float, dual_bounds, finite, known_bounds, near_singular,
+                    norm_error, remember_bounds, run_modes, sharpen_by_shadows,
+                    solve_2norm)
 
 class _OptionalRational(Param):
     """A rational, or None (given as None or "none")."""
@@ -144,10 +145,18 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     if par["numbers"] == "fraction" and not rational:
         raise ParamError("parameter numbers=fraction needs p = 2 and a rational kernel")
 
-    def run(num: Numbers) -> tuple[Trace, float]:
-        return _run(rows, labels, epochs, kern, par, num, record_scores)
+    notes: dict[str, Any] = {}
 
-    return run_modes(par["numbers"], rational, epochs * len(rows), run)
+    def run(num: Numbers) -> tuple[Trace, float]:
+        return _run(rows, labels, epochs, kern, par, num, True, notes=notes)
+
+    trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
+    if two and par["C"] is None:  # SPEC.md 12.5: shadow runs for the hard margin, p = 2
+        trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
+                                           notes["singular"], notes["thresholds"])
+    if not record_scores:
+        trace.scores = None
+    return trace
 
 
 def hoelder_share(p: Any) -> float:
@@ -174,6 +183,7 @@ class _State2:
         self.size = [0.0] * T               # |alpha_i| as floats (rounding magnitudes)
         self.slack = [0.0] * T              # absolute allowances near the case boundary
         self.doubt = False
+        self.ill_conditioned = False        # the last problem (3) was romma.near_singular
         self.rho_lam = 0.0
         self.support = 0
         self.vv = self.zero
@@ -235,6 +245,7 @@ class _State2:
             sens = model.step(self.vv, zz, fpos - fneg, 2, dvv, score_error_bound(m, scale),
                               dvz, scale)
             self.doubt, self.rho_lam = sens.fragile, sens.rho_lam
+            self.ill_conditioned = near_singular(self.vv, zz, fpos - fneg, scale)
         solution = solve_2norm(self.vv, zz, fpos - fneg, 2, num.exact)
         if solution is None:
             return None
@@ -487,7 +498,10 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
          par: dict[str, Any], num: Numbers, record_scores: bool,
-         observer: Any = None) -> tuple[Trace, float]:
+         observer: Any = None, notes: dict[str, Any] | None = None) -> tuple[Trace, float]:
+    """The run; ``notes`` receives "singular" (p = 2: the trials whose pair problem is
+    ``romma.near_singular``) and "thresholds" (per trial, the margins it is tested against)
+    for ``romma.sharpen_by_shadows``."""
     T, n = len(rows), len(rows[0])
     two = par["p"] == 2
     gram = Gram(kern, rows)
@@ -507,9 +521,12 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     updates: list[int] = []
     fragile: list[int] = []
     scores: list[Any] = []
+    singular: list[int] = []
+    thresholds: list[list[Any]] = []
     for t in range(epochs * T):
         j, label = t % T, labels[t % T]
         if not started:
+            thresholds.append([0])
             score = b                                  # w = 0, b = -1 or +1
             if record_scores:
                 scores.append(score)
@@ -523,6 +540,8 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                     continue
                 m0 = (n + 8) * kern.depth + 8
                 result = st.update(new_pos, new_neg, model, m0)
+                if two and st.ill_conditioned:
+                    singular.append(t)
                 if st.doubt:   # z ~ 0: a float64 form may call it infeasible
                     fragile.append(t)
                 if result is not None:
@@ -551,6 +570,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             magnitude = st.magnitude(j) + b_magnitude + abs(float(slack))
             err = model.score_error(m, magnitude)
         member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
+        thresholds.append([0] if member else [0, threshold - slack])
         if member:       # margin + slack exactly 1: only the mistake test can be close
             if err and abs(float(margin)) <= err:
                 fragile.append(t)
@@ -561,6 +581,8 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
         if not member and margin + slack < threshold:
             new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
             result = st.update(new_pos, new_neg, model, m)
+            if two and st.ill_conditioned:
+                singular.append(t)
             if st.doubt and (not fragile or fragile[-1] != t):
                 fragile.append(t)
             if result is not None:
@@ -600,6 +622,8 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                                          kern, par,
                                          b_magnitude, st if not two else None,
                                          st.slack if two else None, b_slack), model.lost)
+    if notes is not None:
+        notes.update(singular=singular, thresholds=thresholds)
     return trace, model.worst_ref
 
 

@@ -53,7 +53,8 @@ Numbers (parameter ``numbers``; the trace's params record the mode actually used
   function of the input alone, so a run is reproducible from its recorded params.
 
 Fragile trials and final bounds: see ``ErrorModel`` and ``step_errors`` (a stated, not
-rigorous, rule).
+rigorous, rule); its fragile trials before the first ``near_singular`` update test are then
+sharpened by shadow runs (``sharpen_by_shadows``, SPEC.md 12.5).
 """
 
 from __future__ import annotations
@@ -70,12 +71,16 @@ from ..numbers import current_precision, number_context, precision
 from ..params import Param, ParamSchema
 from ..rounding import UNIT_ROUNDOFF, score_error_bound
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
 #: ``auto`` leaves Fraction once a numerator or denominator is longer than this (bits).
 FRACTION_BITS = 4096
 #: A float64 form may call z = 0 or the case-(ii) system singular below this (relative).
 NEAR_SINGULAR = 2.0 ** -40
+#: Shadow runs stand for other float64 evaluation orders only up to the first update whose
+#: 2 x 2 system is this ill-conditioned (relative: D <= SHADOW_SINGULAR ||v||^2 ||z||^2):
+#: roundings of order u are amplified by at most about 1/SHADOW_SINGULAR before it.
+SHADOW_SINGULAR = 2.0 ** -20
 #: The mpmath mode reruns at more bits while its carried relative error exceeds this.
 MPMATH_TARGET = 2.0 ** -64
 
@@ -499,15 +504,59 @@ def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any
     if p["numbers"] == "fraction" and not kern.is_rational:
         raise ParamError("parameter numbers=fraction needs a rational kernel (not rbf)")
 
-    def run(num: Numbers) -> tuple[Trace, float]:
-        return _romma_run(rows, labels, epochs, kern, p, num, record_scores)
+    notes: dict[str, Any] = {}
 
-    return run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
+    def run(num: Numbers) -> tuple[Trace, float]:
+        return _romma_run(rows, labels, epochs, kern, p, num, True, notes=notes)
+
+    trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
+    trace.fragile = sharpen_by_shadows("romma", X, y, epochs, kern.spec, p, trace,
+                                       notes["singular"], notes["thresholds"])
+    if not record_scores:
+        trace.scores = None
+    return trace
+
+
+def near_singular(vv: Any, zz: Any, vz: Any, zz_scale: float) -> bool:
+    """Whether the exact update's problem is so ill-conditioned that a float64 form's
+    solution may be anything (``SHADOW_SINGULAR``; ||z||^2 tiny against its terms)."""
+    if float(zz) <= NEAR_SINGULAR * zz_scale:
+        return True
+    P = vv * zz
+    return P != 0 and float((P - vz * vz) / P) <= SHADOW_SINGULAR
+
+
+def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
+                       params: dict[str, Any], trace: Trace, singular: list[int],
+                       thresholds: list[list[Any]], below: Any = None) -> list[int]:
+    """The a-posteriori rule (SPEC.md section 3, "shadow runs") on the a-priori fragile
+    trials before the first of ``singular`` (the update tests whose problem is
+    ``near_singular``); from there on the a-priori rule decides, and every trial of
+    ``singular`` is fragile (a float64 form may call its problem infeasible, or solve it
+    with amplified errors).  ``thresholds[t]``: the margins trial t is tested against;
+    ``below``: PUMMA's soft-margin test (``_common.sharpen``)."""
+    fragile = trace.fragile or []
+    cut = singular[0] if singular else len(trace.scores or [])
+    early = [t for t in fragile if t < cut]
+    late = sorted(set(t for t in fragile if t >= cut) | set(singular))
+    if not early:
+        return late
+    errors = shadow_errors(algorithm, X, y, epochs, kernel, params, trace)
+    if errors is None:
+        return sorted(set(fragile) | set(singular))
+    T = trace.n_examples
+    labels = list(y)
+    margins = [int(labels[t % T]) * score for t, score in enumerate(trace.scores or [])]
+    return sharpen(early, errors, margins, thresholds, below) + late
 
 
 def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
                p: dict[str, Any], num: Numbers, record_scores: bool,
-               observer: Any = None) -> tuple[Trace, float]:
+               observer: Any = None, notes: dict[str, Any] | None = None
+               ) -> tuple[Trace, float]:
+    """The run; ``notes`` receives "singular" (the update tests whose problem is
+    ``near_singular``) and "thresholds" (per trial, the margins it is tested against) for
+    ``sharpen_by_shadows``."""
     T, n = len(rows), len(rows[0])
     K = Rows(Gram(kern, rows), num, T)
     threshold = num(1 - p["delta"])
@@ -524,11 +573,14 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
     updates: list[int] = []
     fragile: list[int] = []
     scores: list[Any] = []
+    singular: list[int] = []
+    thresholds: list[list[Any]] = []
     for t in range(epochs * T):
         j, label = t % T, labels[t % T]
         row = K(j)
         score = num.dot(alpha, row)
         margin = label * score
+        thresholds.append([0] if j == last else [0, threshold])
         if record_scores:
             scores.append(score)
         m = (n + 8) * kern.depth + support + 8
@@ -545,6 +597,11 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
             mistakes.append(t)
         if j != last and margin < threshold:
             zz_scale = K.magnitude(j)[j]
+            # a zero instance (linear kernel): every product with it is exactly 0 in any
+            # evaluation order, so every float64 form sees z = 0 and skips the update too
+            zero_instance = kern.is_linear and not any(rows[j])
+            if near_singular(vv, row[j], margin, zz_scale) and not zero_instance:
+                singular.append(t)
             sens = model.step(vv, row[j], margin, 1,
                               norm_error(model.rho, size, slack, K.magnitude, m + support),
                               score_error_bound(m, zz_scale), err, zz_scale)
@@ -587,6 +644,8 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
                   final=final, fragile=fragile, scores=scores if record_scores else None)
     remember_bounds(trace, dual_bounds(model.rho, size, rows, kern.is_linear, final, slack),
                     model.lost)
+    if notes is not None:
+        notes.update(singular=singular, thresholds=thresholds)
     return trace, model.worst_ref
 
 

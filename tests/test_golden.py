@@ -41,10 +41,10 @@ def test_lint(entry):
     assert used == set(doc["notes"])
 
 
-#: Families whose a-posteriori rule stops where the a-priori rule declares the state lost
-#: (ROMMA/PUMMA, SPEC.md 12.5: a near-singular update taken), which on most of their golden
-#: cases is early: held to the global bound only, until that declaration is sharpened too.
-NOT_YET_SHARP = ("romma", "pumma")
+def _not_yet_sharp(case) -> bool:
+    """PUMMA with a soft margin: its update test reads the slack xi_j, whose float64 error
+    the shadow runs do not measure, so only the a-priori rule decides there (SPEC.md 12.5)."""
+    return case.algorithm == "pumma" and case.params.get("C") is not None
 
 
 def _only_exact_ties(case) -> bool:
@@ -54,8 +54,6 @@ def _only_exact_ties(case) -> bool:
     (the forms part there: SPEC.md section 3), so it is fragile by nature, not by a loose
     rule."""
     from perceptron_oracle.registry import run
-    if case.algorithm == "pumma" and case.params.get("C") is not None:
-        return False  # the update test holds the slack: no tie visible in the score
     trace = run(case.algorithm, case.X, case.y, epochs=case.epochs, kernel=case.kernel,
                 record_scores=True, **case.params)
     thresholds = {0}
@@ -70,16 +68,15 @@ def _only_exact_ties(case) -> bool:
 def test_most_cases_are_robust(cases):
     """A float64 implementation must match most cases exactly: in every family at most one
     case in ten carries a fragile trial that is not an exact tie (the fragile rules are
-    a-posteriori: SPEC.md 3, 10.7, 11.3, 12.5), and at most a quarter of all cases carry
+    a-posteriori: SPEC.md 3, 10.7, 11.3, 12.5; PUMMA's soft-margin cases, decided by the
+    a-priori rule alone, are left out of the count), and at most a quarter of all cases carry
     any."""
     assert sum(1 for c in cases if c.expected.fragile) <= len(cases) // 4
     families: dict[str, list] = {}
     for case in cases:
         families.setdefault(case.algorithm, []).append(case)
     for family, members in families.items():
-        fragile = [c for c in members if c.expected.fragile]
-        if family in NOT_YET_SHARP:
-            continue
+        fragile = [c for c in members if c.expected.fragile and not _not_yet_sharp(c)]
         loose = [c.name for c in fragile if not _only_exact_ties(c)]
         assert len(loose) <= max(1, len(members) // 10), (family, loose)
 
