@@ -78,7 +78,9 @@ def _build_parser() -> argparse.ArgumentParser:
     for name, text in (("peers", "scikit-learn's and river's Perceptrons through the oracle "
                                  "(needs the peers extra)"),
                        ("fragility", "the share of fragile trials on real data and on the "
-                                     "golden set, per algorithm")):
+                                     "golden set, per algorithm"),
+                       ("experiment", "rerun a paper's experiment: table, CSV and figure "
+                                      "(experiment --list)")):
         sub = commands.add_parser(name, help=text, add_help=False)
         sub.add_argument("rest", nargs=argparse.REMAINDER)
     verify.add_argument("--strict", action="store_true",
@@ -318,11 +320,26 @@ def _fragility(args: argparse.Namespace) -> int:
     return fragility.main(args.rest)
 
 
+def _experiment(args: argparse.Namespace) -> int:
+    from .experiments import commands
+
+    return commands.main(args.rest)
+
+
+#: The commands that take their arguments to their own parser.
+FORWARDED = {"peers": _peers, "fragility": _fragility, "experiment": _experiment}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] in FORWARDED:
+            # argparse's REMAINDER drops a first argument that looks like an option
+            # (`fragility --algorithm romma`): these commands parse their own arguments
+            return FORWARDED[argv[0]](argparse.Namespace(rest=argv[1:]))
         args = _build_parser().parse_args(argv)
         commands = {"run": _run, "check": _check, "golden": _golden, "verify": _verify,
-                    "peers": _peers, "fragility": _fragility}
+                    "peers": _peers, "fragility": _fragility, "experiment": _experiment}
         return commands[args.command](args)
     except OracleInputError as exc:
         print(f"perceptron-oracle: error: {exc}", file=sys.stderr)
