@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,6 +28,14 @@ from ..errors import DataError
 
 class FloatRangeError(DataError):
     """A fast form's float64 state left float64's range (inf or NaN) at a trial."""
+
+
+def float_range_error(trial: int, example: int, score: float) -> FloatRangeError:
+    """The one report of a score that is not finite at ``trial`` (also the compiled loops')."""
+    return FloatRangeError(
+        f"trial {trial} (example {example}): the float64 state overflowed (a score of "
+        f"{score}); the data's scale is beyond float64 for this algorithm: normalise the "
+        "instances (--normalize 2, or preprocessing.normalize)")
 
 
 MIN_BLOCK = 16
@@ -136,12 +145,7 @@ def _run(model: BlockModel, y: np.ndarray, epochs: int, record_scores: bool) -> 
             finite = np.isfinite(scores)
             if not finite.all():
                 bad = int(np.argmin(finite))
-                raise FloatRangeError(
-                    f"trial {base + pos + bad} (example {pos + bad}): the float64 state "
-                    "overflowed (a score of "
-                    f"{float(scores[bad])}); the data's scale is beyond float64 for this "
-                    "algorithm: normalise the instances (--normalize 2, or "
-                    "preprocessing.normalize)")
+                raise float_range_error(base + pos + bad, pos + bad, float(scores[bad]))
             margins = y[pos:stop] * scores
             wants = model.updates_at(pos, stop, margins)
             hit = int(np.argmax(wants)) if wants.any() else -1

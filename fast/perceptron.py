@@ -19,13 +19,12 @@ import scipy.sparse as sp
 
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
-from ..kernels import Kernel, parse_kernel
+from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference._common import check_epochs
 from ..reference.perceptron import PARAMS
 from ..trace import Trace
-from ._driver import run_blocks
-
-KERNEL_CACHE_BYTES = 512 * 2**20
+from . import _compiled
+from ._driver import float_range_error, run_blocks
 
 
 class _Model:
@@ -77,7 +76,7 @@ class _Primal(_Model):
     def scores(self, start: int, stop: int) -> np.ndarray:
         with np.errstate(invalid="ignore", over="ignore"):
             s = self.X[start:stop] @ self.w
-        if not np.isfinite(s).all():  # NaN and inf propagate through any product with w:
+        if not np.isfinite(s).all() and not sp.issparse(self.X):  # validate() checked CSR
             check_finite_rows(self.X[start:stop])  # this is validate()'s finiteness check
         s += self.b
         return self.lambda_trick(s, start, stop)
@@ -130,21 +129,66 @@ class _Dual(_Model):
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-         record_scores: bool) -> Trace:
+         record_scores: bool, engine: str) -> Trace:
     kern = parse_kernel(kernel)
     p = PARAMS.resolve(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X))
     # The dense primal form checks finiteness on its own first pass, which scores every row
     # (a NaN or infinity anywhere in a row makes its score non-finite): one pass saved.
     X, y = validate(X, y, check_finite=form != "primal")
     epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
-    result = run_blocks(model, y, epochs, record_scores)
-    final = _final(X, y, result.updates, epochs, model, kern)
+    if chosen == "numba":
+        mistakes, updates, scores = _run_compiled(form, model, epochs, record_scores)
+    else:
+        result = run_blocks(model, y, epochs, record_scores)
+        mistakes, updates, scores = result.mistakes, result.updates, result.scores
+    final = _final(X, y, updates, epochs, model, kern)
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
-                 n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                 updates=result.updates, final=final, scores=result.scores)
+                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
+                 updates=updates, final=final, scores=scores)
+
+
+def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
+                  ) -> tuple[list[int], list[int], list[float] | None]:
+    """The run by the compiled per-trial loop (``_compiled``); leaves the model's alpha, b,
+    w and blocked counts as the block-ahead driver would."""
+    X, y, kern = model.X, model.y, model.kernel
+    T = y.shape[0]
+    loops = _compiled.kernels()
+    yf = y.astype(np.float64)
+    flags = np.zeros(epochs * T, dtype=np.uint8)
+    scores = np.zeros(epochs * T if record_scores else 1)
+    lam_terms = model.lam_terms if model.lam_terms is not None else np.zeros(1)
+    bound = -1 if model.bound is None else int(model.bound)
+    state = np.array([model.b, 0.0, 0.0])
+    if form == "primal":
+        assert isinstance(model, _Primal)
+        dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+        bad = loops.perceptron_primal(dense, indptr, indices, data, sparse, yf, epochs,
+                                      model.eta, model.C, model.tau, lam_terms,
+                                      model.lam_terms is not None, bound, model.w,
+                                      model.alpha, state, flags, scores, record_scores)
+        if bad >= 0 and not sparse:
+            check_finite_rows(X)  # a NaN or infinity in X (the primal's finiteness check)
+    else:
+        kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
+        support = np.zeros(T, dtype=np.int64)
+        coef = np.zeros(T)
+        bad = loops.perceptron_dual(X, np.einsum("ij,ij->i", X, X), yf, epochs, kind,
+                                    kern.degree, float(kern.gamma), float(kern.coef0),
+                                    model.eta, model.C, model.tau, lam_terms,
+                                    model.lam_terms is not None, bound, model.alpha,
+                                    np.full(T, -1, dtype=np.int64), support, coef, state,
+                                    flags, scores, record_scores)
+    if bad >= 0:
+        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+    model.b = float(state[0])
+    mistakes, updates, blocked = _compiled.split_flags(flags)
+    model.blocked = blocked.tolist()
+    return mistakes, updates, scores.tolist() if record_scores else None
 
 
 def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
@@ -191,17 +235,27 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", eta: Any = 1,
            b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0, alpha_bound: Any = None,
-           record_scores: bool = False) -> Trace:
-    """Primal form: w and b in float64, block-ahead scoring with X[block] @ w."""
+           record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Primal form: w and b in float64; dense or CSR X.
+
+    ``engine``: "numba" runs the compiled per-trial loop (``fast._compiled``), "numpy" the
+    block-ahead driver with X[block] @ w, "auto" (the default) the compiled loop when numba
+    is installed (``fast._compiled`` says why).  Under ``forced_updates`` the numpy path
+    runs whatever was asked."""
     return _run("primal", X, y, epochs, kernel,
                 dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound),
-                record_scores)
+                record_scores, engine)
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", eta: Any = 1,
          b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0, alpha_bound: Any = None,
-         record_scores: bool = False) -> Trace:
-    """Dual (kernel) form: alpha over a support set, scoring from cached kernel rows."""
+         record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Dual (kernel) form: alpha over a support set.
+
+    ``engine``: "numba" runs the compiled per-trial loop (kernel values against the support
+    set computed per trial; dense X only), "numpy" the block-ahead driver scoring from
+    cached kernel rows, "auto" (the default) the compiled loop when numba is installed.
+    CSR input and runs under ``forced_updates`` take the numpy path whatever was asked."""
     return _run("dual", X, y, epochs, kernel,
                 dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound),
-                record_scores)
+                record_scores, engine)

@@ -4,6 +4,11 @@ Follows ``reference.pnorm_perceptron`` trial for trial (SPEC.md): on a mistake v
 prediction is sign(g(v) . x) with g(v) = grad ||v||_p^2 / 2 (section 2 item 3 of the Higher-Order
 Perceptron paper with B = I).  The state changes only at mistakes, so blocks of trials are
 scored with one product X[block] @ g(v).  Linear kernel only; X dense or CSR.
+
+``engine="auto"`` (the default) runs the compiled per-trial loop of ``fast._compiled`` when
+numba is installed: one dot product per trial, v += y x and w = g(v) recomputed in place on a
+mistake (O(n)); ``engine="numpy"`` the block-ahead driver.  Under ``forced_updates`` the
+numpy path runs whatever was asked.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from ..kernels import parse_kernel
 from ..reference._common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
-from ._driver import run_blocks
+from . import _compiled
+from ._driver import float_range_error, run_blocks
 from .higher_order import pnorm_gradient
 
 
@@ -50,17 +56,39 @@ class _Primal:
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
-           record_scores: bool = False) -> Trace:
-    """Primal form: v and w = g(v) in float64, block-ahead scoring with X[block] @ w."""
+           record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Primal form: v and w = g(v) in float64; ``engine`` as in the module docstring."""
     kern = parse_kernel(kernel)
     params = PARAMS.resolve(dict(p=p))
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    chosen = _compiled.choose(engine)
     X, y = validate(X, y, check_finite=True)
     epochs = check_epochs(epochs)
     model = _Primal(X, y, float(params["p"]))
-    result = run_blocks(model, y, epochs, record_scores)
+    if chosen == "numba":
+        mistakes, updates, scores = _run_compiled(model, epochs, record_scores)
+    else:
+        result = run_blocks(model, y, epochs, record_scores)
+        mistakes, updates, scores = result.mistakes, result.updates, result.scores
     return Trace(algorithm="pnorm_perceptron", form="primal", kernel=kern.spec, params=params,
-                 n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                 updates=result.updates, final={"w": model.w.tolist(), "v": model.v.tolist()},
-                 scores=result.scores)
+                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
+                 updates=updates, final={"w": model.w.tolist(), "v": model.v.tolist()},
+                 scores=scores)
+
+
+def _run_compiled(model: _Primal, epochs: int, record_scores: bool
+                  ) -> tuple[list[int], list[int], list[float] | None]:
+    T = model.y.shape[0]
+    flags = np.zeros(epochs * T, dtype=np.uint8)
+    scores = np.zeros(epochs * T if record_scores else 1)
+    state = np.zeros(2)
+    dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
+    bad = _compiled.kernels().pnorm_primal(dense, indptr, indices, data, sparse,
+                                           model.y.astype(np.float64), epochs, model.p,
+                                           model.v, model.w, state, flags, scores,
+                                           record_scores)
+    if bad >= 0:
+        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+    mistakes, updates, _ = _compiled.split_flags(flags)
+    return mistakes, updates, scores.tolist() if record_scores else None

@@ -1,0 +1,181 @@
+"""Both engines of the fast Perceptron and p-norm Perceptron forms against the reference.
+
+``engine="numba"`` (the compiled per-trial loops of ``fast._compiled``) and ``engine="numpy"``
+(the block-ahead driver) each run on the same drawn sequence and parameters as the exact
+reference, and each must pass ``compare`` as in tests/test_differential.py: the same mistakes
+and updates trial for trial (a divergence only at a fragile trial), the final state (w, b,
+alpha, votes, longest survivor, averaged) within the reference's bounds.  Dense and CSR input,
+the polynomial and Gaussian kernels, every Perceptron parameter, shadow runs
+(``forced_updates``) and float64 overflow.  Without numba the compiled items are skipped
+(reason stated); the ParamError for ``engine="numba"`` without numba is tested either way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from perceptron_oracle.compare import compare
+from perceptron_oracle.errors import DataError, ParamError
+from perceptron_oracle.fast import _compiled
+from perceptron_oracle.fast import perceptron as fp
+from perceptron_oracle.fast import pnorm_perceptron as pn
+from perceptron_oracle.fast._driver import FloatRangeError, forced_updates
+from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.reference.perceptron import perceptron as reference
+from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron as reference_pnorm
+
+needs_numba = pytest.mark.skipif(not _compiled.available(),
+                                 reason="numba is not installed: no compiled engine to test")
+ENGINES = ("numpy", "numba")
+#: The share of the profile's examples each item draws (the reference dominates the time).
+SHARE = 8
+KERNEL_EXAMPLES = 8
+
+
+def _check(expected, actual, X, label: str) -> None:
+    result = compare(expected, actual, X)
+    if result.excused:
+        event(f"{label} diverged at a fragile trial (accepted)")
+    assert result.ok, f"{label}: {result.describe()}"
+
+
+@needs_numba
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@settings(max_examples=max(10, settings.default.max_examples // SHARE))
+@given(data=st.data())
+def test_perceptron_engines_match_reference(strategy, data):
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    params = data.draw(PARAMS["perceptron"](), label="params")
+    epochs = data.draw(st.integers(1, 3), label="epochs")
+    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    for engine in ENGINES:
+        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
+            actual = fp.primal(X, seq.y, epochs=epochs, engine=engine, **params)
+            _check(expected, actual, seq.X, f"primal {kind} {engine}")
+        actual = fp.dual(seq.X, seq.y, epochs=epochs, engine=engine, **params)
+        _check(expected, actual, seq.X, f"dual {engine}")
+
+
+@needs_numba
+@pytest.mark.parametrize("family", ["poly", "rbf"])
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@settings(max_examples=max(5, settings.default.max_examples // (2 * SHARE)))
+@given(data=st.data())
+def test_kernel_engines_match_reference(family, strategy, data):
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    kernel = data.draw(KERNELS[family], label="kernel")
+    params = data.draw(PARAMS["perceptron"](), label="params")
+    epochs = data.draw(st.integers(1, 2), label="epochs")
+    X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
+    expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
+    for engine in ENGINES:
+        actual = fp.dual(X, y, epochs=epochs, kernel=kernel, engine=engine, **params)
+        _check(expected, actual, X, f"dual {kernel} {engine}")
+
+
+@needs_numba
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@settings(max_examples=max(10, settings.default.max_examples // SHARE))
+@given(data=st.data())
+def test_pnorm_engines_match_reference(strategy, data):
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    params = data.draw(PARAMS["pnorm_perceptron"](), label="params")
+    epochs = data.draw(st.integers(1, 3), label="epochs")
+    expected = reference_pnorm(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    for engine in ENGINES:
+        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
+            actual = pn.primal(X, seq.y, epochs=epochs, engine=engine, **params)
+            _check(expected, actual, seq.X, f"pnorm {kind} {engine}")
+
+
+def _data(T=200, n=6, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((T, n)) * scale
+    y = np.where(rng.random(T) < 0.5, 1, -1)
+    return X, y
+
+
+@needs_numba
+def test_engines_agree_on_a_longer_run_with_every_parameter():
+    """A few thousand trials: identical decisions, votes and scores to rounding."""
+    X, y = _data(1500, 8, seed=1)
+    params = dict(eta=0.5, b0=-0.25, C=1, tau=0.2, lam=0.5, alpha_bound=2)
+    for run, kw in ((fp.primal, {}), (fp.dual, {}), (fp.dual, {"kernel": "rbf:gamma=0.5"}),
+                    (fp.dual, {"kernel": "poly:degree=3,coef0=1,gamma=0.5"})):
+        a = run(X, y, epochs=2, engine="numpy", record_scores=True, **params, **kw)
+        b = run(X, y, epochs=2, engine="numba", record_scores=True, **params, **kw)
+        assert a.mistakes == b.mistakes and a.updates == b.updates, (run.__name__, kw)
+        assert a.final["votes"] == b.final["votes"]
+        assert a.final["averaged"]["alpha"] == b.final["averaged"]["alpha"]
+        assert a.final["longest_survivor"]["index"] == b.final["longest_survivor"]["index"]
+        assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12)
+        assert any(n for n in a.final["votes"]) and len(a.updates) > 100
+
+
+@needs_numba
+@pytest.mark.parametrize("form", ["primal dense", "primal csr", "dual", "dual rbf", "pnorm"])
+def test_overflow_names_the_trial_in_both_engines(form):
+    """State beyond float64's range: one FloatRangeError naming the same trial."""
+    X, y = _data(40, 3, seed=2, scale=1e200)
+    X[:, 0] = 1e300 * np.sign(X[:, 0])
+    run = {"primal dense": lambda e: fp.primal(X, y, epochs=2, engine=e),
+           "primal csr": lambda e: fp.primal(sp.csr_matrix(X), y, epochs=2, engine=e),
+           "dual": lambda e: fp.dual(X, y, epochs=2, engine=e, kernel="poly:degree=2"),
+           "dual rbf": lambda e: fp.dual(X / 1e300, y, epochs=2, engine=e, eta=1e308,
+                                         tau=1e308, kernel="rbf:gamma=1"),
+           "pnorm": lambda e: pn.primal(X * 1e8, y, epochs=2, engine=e, p=3)}[form]
+    messages = []
+    for engine in ENGINES:
+        with pytest.raises(FloatRangeError) as info:
+            run(engine)
+        assert "\n" not in str(info.value)
+        messages.append(str(info.value).split(":")[0])
+    assert messages[0] == messages[1] and messages[0].startswith("trial ")
+
+
+@needs_numba
+def test_nan_in_x_is_a_data_error_in_the_compiled_primal():
+    X, y = _data(50, 4)
+    X[30, 2] = np.nan
+    for engine in ENGINES:
+        with pytest.raises(DataError, match="X contains NaN"):
+            fp.primal(X, y, engine=engine)
+
+
+@needs_numba
+def test_forced_updates_take_the_numpy_path(monkeypatch):
+    """Shadow runs: the forced update trials are imposed whatever the engine asked."""
+    X, y = _data(60, 4, seed=3)
+    free = fp.primal(X, y, epochs=2, engine="numpy")
+    forced = sorted(set(free.updates[::2]) | {5, 70})
+    monkeypatch.setattr(_compiled, "kernels", lambda: pytest.fail("compiled under forcing"))
+    with forced_updates(forced):
+        for run in (fp.primal, fp.dual):
+            trace = run(X, y, epochs=2, engine="numba", record_scores=True)
+            assert trace.updates == forced and len(trace.scores) == 120
+        assert pn.primal(X, y, epochs=2, engine="numba", p=3).updates == forced
+
+
+def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
+    monkeypatch.setattr(_compiled, "available", lambda: False)
+    X, y = _data(20, 3)
+    for run in (fp.primal, fp.dual, pn.primal):
+        with pytest.raises(ParamError, match="needs numba") as info:
+            run(X, y, engine="numba")
+        assert "\n" not in str(info.value)
+        assert run(X, y, engine="auto").mistakes == run(X, y, engine="numpy").mistakes
+    with pytest.raises(ParamError, match="engine must be one of"):
+        fp.primal(X, y, engine="fortran")
+
+
+@needs_numba
+def test_csr_dual_falls_back_to_numpy(monkeypatch):
+    X, y = _data(40, 5, seed=4)
+    dense = fp.dual(X, y, engine="numba", kernel="rbf:gamma=1")
+    monkeypatch.setattr(_compiled, "kernels", lambda: pytest.fail("compiled CSR dual"))
+    sparse = fp.dual(sp.csr_matrix(X), y, engine="numba", kernel="rbf:gamma=1")
+    assert sparse.mistakes == dense.mistakes and sparse.updates == dense.updates
