@@ -37,15 +37,11 @@ import scipy.sparse as sp
 
 from ..data import check_finite_rows
 from ..errors import DataError, ParamError
-from ..kernels import Kernel, parse_kernel
+from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference._common import check_epochs
 from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
 from ._driver import MAX_BLOCK, MIN_BLOCK
-
-#: The dual form caches the kernel rows of its support examples up to this many bytes
-#: (as ``fast.perceptron``); beyond it ``one_vs_rest`` falls back to K independent runs.
-KERNEL_CACHE_BYTES = 512 * 2**20
 
 
 class PerceptronOvR:
@@ -360,7 +356,7 @@ class PerceptronOvR:
             total = int(hyp["total_votes"][k])
             after = np.cumsum(votes[::-1])[::-1]
 
-            def state(alpha: np.ndarray, mode: str) -> dict[str, Any]:
+            def state(alpha: np.ndarray, mode: str, k: int = k) -> dict[str, Any]:
                 coef, bias = hyp[mode]
                 st: dict[str, Any] = {"b": float(bias[k]), "alpha": alpha.tolist()}
                 if self.kernel.is_linear:
@@ -409,7 +405,8 @@ def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
 
     The trace of class l is trial for trial the binary fast run of ``algorithm`` on
     (X, +1 where the label is l, -1 elsewhere).  ``perceptron`` trains its K learners in one
-    shared pass (:class:`PerceptronOvR`); every other algorithm runs K independent fast
+    shared pass (:class:`PerceptronOvR`) unless its dual form's kernel matrix would exceed
+    ``KERNEL_CACHE_BYTES``; every other algorithm, and that case, runs K independent fast
     runs (``registry.run``).  Predict with the label of the largest score.
     """
     from ..data import validate

@@ -27,10 +27,19 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..reference._common import check_epochs
-from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, _FloatOps, newton_dual
+from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
 from ..trace import Trace
 from ._driver import run_blocks
-from .romma import RESIDUAL_SINGULAR, SINGULAR, DualSpace, Guarded, PrimalSpace, make_space, pair_products, step2
+from .romma import (
+    RESIDUAL_SINGULAR,
+    SINGULAR,
+    DualSpace,
+    Guarded,
+    PrimalSpace,
+    make_space,
+    pair_products,
+    step2,
+)
 
 NEWTON_MAX_STEPS = 100
 NEWTON_STOP = 2.0 ** -46
@@ -196,7 +205,7 @@ class PNormSpace(PrimalSpace):
             soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
             start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
             try:
-                lam, eta = newton_dual(_FloatOps(), z.tolist(), self.theta.tolist(), target,
+                lam, eta = newton_dual(FloatOps(), z.tolist(), self.theta.tolist(), target,
                                        p, soft, start, NEWTON_TOLERANCE)
                 x = np.array([lam, eta])
             except (ArithmeticError, ValueError):

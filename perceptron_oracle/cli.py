@@ -6,14 +6,15 @@ Bad input gets one line on stderr naming the problem and exit status 2, never a 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .errors import OracleInputError
 from .numbers import to_fraction
 from .params import parse_assignment
-
 
 # The Higher-Order Perceptron paper defines its algorithms on normalised instances: the CLI
 # normalises (to the run's p-norm) unless told --normalize none; the library call never does.
@@ -107,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         raise OracleInputError(f"--epochs must be at least 1, got {args.epochs}")
     dataset = _load(args.data, classes=args.multiclass is not None)
     X = dataset.X
-    params = dict(parse_assignment(text) for text in args.param)
+    params: dict[str, Any] = dict(parse_assignment(text) for text in args.param)
     norm = args.normalize
     if norm is None and args.algorithm in NORMALIZED_BY_DEFAULT:
         norm = str(params.get("p", 2))
@@ -197,7 +198,7 @@ def _check(args: argparse.Namespace) -> int:
     progress = verify.progress_bar()
     failures = []
     for i, (case, form) in enumerate(jobs):
-        result = verify.verify([case], lambda c: verify.run_fast_form(c, form),
+        result = verify.verify([case], functools.partial(verify.run_fast_form, form=form),
                                partial=False)[0]
         key = (case.algorithm, form, case.file, case.group, case.group_comment)
         rows.setdefault(key, []).append(result)

@@ -10,15 +10,13 @@ derives from the data (``final_error_bounds``), never within a blanket tolerance
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import mpmath
-from mpmath.ctx_mp_python import _mpf
 
-from .numbers import format_exact, to_fraction
+from .numbers import format_exact, is_mpf, to_fraction
 from .registry import get
 from .trace import Trace
 
@@ -75,9 +73,7 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
                           problems=[f"trial {t} (example {t % expected.n_examples}): "
                                     f"expected {what}{score}, got the opposite"])
     if bounds is None and X is not None:
-        module = importlib.import_module(
-            f"perceptron_oracle.reference.{get(expected.algorithm).module}")
-        bounds = module.final_error_bounds(expected, X)
+        bounds = get(expected.algorithm).final_error_bounds(expected, X)
     problems: list[str] = []
     missing: list[str] | None = [] if partial else None
     _compare_values("final", expected.final, actual.final, bounds or {}, problems,
@@ -138,7 +134,8 @@ def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[st
 
 def _is_number(value: Any) -> bool:
     # an mpmath mpf (the mpmath mode of a reference) is an exact dyadic rational
-    return isinstance(value, (int, float, Fraction, _mpf)) and not isinstance(value, bool)
+    return (isinstance(value, (int, float, Fraction)) or is_mpf(value)) and \
+        not isinstance(value, bool)
 
 
 def _show(value: Any) -> str:
@@ -161,7 +158,7 @@ def _approx(value: Fraction, digits: int) -> str:
         return f"{float(value):.{digits}g}"
     except OverflowError:
         with mpmath.workprec(64):
-            return mpmath.nstr(mpmath.mpf(value.numerator) / value.denominator, digits)
+            return str(mpmath.nstr(mpmath.mpf(value.numerator) / value.denominator, digits))
 
 
 def _brief(value: Any) -> str:

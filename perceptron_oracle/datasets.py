@@ -55,10 +55,10 @@ DATA_FILES = {"wdbc": "wdbc.csv", "digits": "digits.csv"}
 
 
 def _read_shipped(name: str) -> tuple[np.ndarray, np.ndarray]:
-    text = resources.files("perceptron_oracle").joinpath("data_files", DATA_FILES[name])
-    with text.open("r", encoding="utf-8", newline="") as handle:
-        rows = [[float(v) for v in record] for record in csv.reader(handle)
-                if record and not record[0].startswith("#")]
+    text = resources.files("perceptron_oracle") / "data_files" / DATA_FILES[name]
+    lines = text.read_text(encoding="utf-8").splitlines()
+    rows = [[float(v) for v in record] for record in csv.reader(lines)
+            if record and not record[0].startswith("#")]
     table = np.array(rows, dtype=np.float64)
     return table[:, :-1], table[:, -1].astype(np.int64)
 

@@ -91,7 +91,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-class _OnlineClassifier(ClassifierMixin, BaseEstimator):
+class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  # untyped
     """What every family shares; a family sets ``_algorithm`` and its ``__init__``."""
 
     _algorithm = ""
@@ -146,7 +146,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
         return np.where(y[:, None] == self.classes_[None, :], 1, -1).astype(np.int64)
 
     # -- fitting --------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any) -> "_OnlineClassifier":
+    def fit(self, X: Any, y: Any) -> _OnlineClassifier:
         """Train from scratch over ``epochs`` passes of (X, y)."""
         self._check_params()
         X, y = self._data(X, y, reset=True)
@@ -158,7 +158,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
         self._train(X, self._targets(y), int(self.epochs))
         return self
 
-    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> "_OnlineClassifier":
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> _OnlineClassifier:
         """One more pass over (X, y), continuing the run (a first call starts it and needs
         ``classes``, every label the run will see)."""
         first = not hasattr(self, "classes_")
@@ -181,11 +181,12 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
 
     def _start(self, X: Any) -> None:
         self.form_ = self._form(X.shape[1])
-        self._segments: list[tuple[Any, np.ndarray, int]] = []
+        self._segments: list[tuple[Any, np.ndarray | None, int]] = []
         self._n_learners = 1 if self.classes_.shape[0] == 2 else self.classes_.shape[0]
 
     def _train(self, X: Any, Y: np.ndarray, epochs: int) -> None:
         self._segments.append((X, Y, epochs))
+        X_run: Any
         if len(self._segments) == 1:
             X_run, Y_run, E = X, Y, epochs
         else:  # the trials since the last fit, each pass unrolled
@@ -200,7 +201,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
                                 form=self.form_, kernel=self.kernel, epochs=E, **params)
                             for k in range(Y_run.shape[1])]
         self._X_run = X_run
-        self._expansion = None
+        self._expansion: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         if not parse_kernel(self.kernel).is_linear:
             self._dual()  # computed once here: prediction leaves the estimator unchanged
 
@@ -215,9 +216,10 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
                 from .fast.alma import row_pnorms
                 norms = row_pnorms(X, float(get("alma").params.resolve(
                     self._family_params())["p"]))
-                out = np.divide(out, norms[:, None], out=np.zeros_like(out),
-                                where=norms[:, None] > 0)
-            return out
+                divided: np.ndarray = np.divide(out, norms[:, None], out=np.zeros_like(out),
+                                                where=norms[:, None] > 0)
+                return divided
+            return np.asarray(out)
         idx, coef, b = self._dual()
         out = np.tile(b, (X.shape[0], 1))
         if idx.shape[0]:
@@ -265,9 +267,10 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         s = self.decision_function(X)
+        classes: np.ndarray = self.classes_
         if s.ndim == 1:
-            return self.classes_[(s > 0).astype(np.int64)]
-        return self.classes_[np.argmax(s, axis=1)]
+            return np.asarray(classes[(s > 0).astype(np.int64)])
+        return np.asarray(classes[np.argmax(s, axis=1)])
 
     # -- the state, scikit-learn's way ---------------------------------------------------------
     @property
@@ -290,7 +293,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
         """Indices of the support examples among the rows given since the last ``fit``."""
         check_is_fitted(self, "classes_")
         self._require_kernel("support_")
-        return self._origin()[self._dual()[0]]
+        return np.asarray(self._origin()[self._dual()[0]])
 
     @property
     def support_vectors_(self) -> Any:
@@ -303,7 +306,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):
         """Coefficients (K x S) of the support vectors in each learner's score."""
         check_is_fitted(self, "classes_")
         self._require_kernel("dual_coef_")
-        return self._dual()[1].T
+        return np.asarray(self._dual()[1].T)
 
     def _require_kernel(self, name: str) -> None:
         if parse_kernel(self.kernel).is_linear:
@@ -419,7 +422,7 @@ class Perceptron(_OnlineClassifier):
     def support_(self) -> np.ndarray:
         check_is_fitted(self, "classes_")
         self._require_kernel("support_")
-        return self._model.origin[self._dual()[0]]
+        return np.asarray(self._model.origin[self._dual()[0]])
 
     @property
     def support_vectors_(self) -> Any:

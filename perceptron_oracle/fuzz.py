@@ -47,19 +47,20 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, find, given, reject, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
-from . import __version__
-from . import golden
+from . import __version__, golden
 from .compare import compare
 from .errors import OracleInputError, TraceFormatError
+from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .kernels import parse_kernel
 from .numbers import format_exact, to_fraction
 from .properties.strategies import KERNELS, PARAMS
@@ -288,7 +289,8 @@ class _Rejected(Exception):
 def impl_params(algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
     """The parameters an implementation is called with: every parameter resolved, as a golden
     file's group holds them (``verify.run_external`` passes the same)."""
-    return decode_value(encode_value(get(algorithm).params.resolve(params)))
+    resolved: dict[str, Any] = decode_value(encode_value(get(algorithm).params.resolve(params)))
+    return resolved
 
 
 def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
@@ -593,16 +595,15 @@ def write_replay(directory: str | pathlib.Path, findings: dict[str, Finding],
     for algorithm, finding in findings.items():
         d = finding.draw
         flags = ("duplicates",) if len({tuple(r) for r in d.X.tolist()}) < len(d.y) else ()
-        spec = golden.FileSpec(
+        spec = FileSpec(
             name=replay_file_name(algorithm)[:-5],
             header=[f"A case found by perceptron-oracle's differential fuzzer (seed "
                     f"{seed_value}), shrunk by hypothesis: the implementation fuzzed "
                     f"disagreed with the reference here: {_clip(finding.message)}"],
-            groups=[golden.GroupSpec(comment="fuzz", algorithm=algorithm,
-                                     params=dict(d.params), kernel=d.kernel,
-                                     cases=[golden.CaseSpec(comment="the shrunk draw",
-                                                            X=d.X, y=d.y, epochs=d.epochs,
-                                                            flags=flags)])])
+            groups=[GroupSpec(comment="fuzz", algorithm=algorithm,
+                              params=dict(d.params), kernel=d.kernel,
+                              cases=[CaseSpec(comment="the shrunk draw", X=d.X, y=d.y,
+                                              epochs=d.epochs, flags=flags)])])
         text = golden.dumps(golden.build_document(spec))
         path = directory / replay_file_name(algorithm)
         path.write_text(text, encoding="utf-8")

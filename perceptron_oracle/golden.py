@@ -20,21 +20,22 @@ Generation is deterministic: seeded data, fixed ordering, one number format.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.resources
 import json
 import os
 import pathlib
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, golden_cases
 from .errors import OracleInputError
+from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .numbers import to_fraction
 from .registry import get
 from .trace import Trace, decode_value, encode_value
@@ -57,34 +58,7 @@ def default_directory() -> pathlib.Path:
     return pathlib.Path(str(importlib.resources.files("perceptron_oracle.conformance_data")))
 
 
-# -- specifications: what the generator writes --------------------------------------------
-
-@dataclass
-class CaseSpec:
-    comment: str
-    X: np.ndarray
-    y: np.ndarray
-    epochs: int = 1
-    flags: tuple[str, ...] = ()          # flags the generator cannot see from the run
-    preprocessing: tuple[str, ...] = ()  # already applied to X
-
-
-@dataclass
-class GroupSpec:
-    comment: str
-    algorithm: str
-    params: dict[str, Any]
-    cases: list[CaseSpec]
-    kernel: str = "linear"
-
-
-@dataclass
-class FileSpec:
-    name: str                            # file stem: conformance_data/<name>.json
-    header: list[str]
-    groups: list[GroupSpec]
-    notes: dict[str, dict[str, str]] = field(default_factory=dict)
-
+# -- the case families and the flags their files may use ------------------------------------
 
 # Flags every file may use; a family adds its own in FileSpec.notes.
 COMMON_NOTES: dict[str, dict[str, str]] = {
@@ -110,22 +84,18 @@ COMMON_NOTES: dict[str, dict[str, str]] = {
                     "most coordinates are exactly 0 (text-like data)"},
 }
 
-#: Case families: module paths of functions returning FileSpecs (one file each).
-FAMILIES: dict[str, str] = {
-    "perceptron": "perceptron_oracle.golden_cases:perceptron_file",
-    "higher_order": "perceptron_oracle.golden_cases:higher_order_file",
-    "second_order": "perceptron_oracle.golden_cases:second_order_file",
-    "romma_pumma": "perceptron_oracle.golden_cases:romma_pumma_file",
-    "alma": "perceptron_oracle.golden_cases:alma_file",
+#: Case families: the functions returning their FileSpecs (one file each).
+FAMILIES: dict[str, Callable[[], FileSpec]] = {
+    "perceptron": golden_cases.perceptron_file,
+    "higher_order": golden_cases.higher_order_file,
+    "second_order": golden_cases.second_order_file,
+    "romma_pumma": golden_cases.romma_pumma_file,
+    "alma": golden_cases.alma_file,
 }
 
 
 def _family_specs() -> list[FileSpec]:
-    specs = []
-    for target in FAMILIES.values():
-        module, _, name = target.partition(":")
-        specs.append(getattr(importlib.import_module(module), name)())
-    return specs
+    return [family() for family in FAMILIES.values()]
 
 
 # -- generation ----------------------------------------------------------------------------
@@ -135,8 +105,7 @@ def _case_document(case_id: int, group: GroupSpec, spec: CaseSpec) -> dict[str, 
     reference = algo.implementation("reference")
     trace = reference(spec.X, spec.y, epochs=spec.epochs, kernel=group.kernel,
                       record_scores=True, **group.params)
-    module = importlib.import_module(f"perceptron_oracle.reference.{algo.module}")
-    tolerance = module.final_error_bounds(trace, spec.X)
+    tolerance = algo.final_error_bounds(trace, spec.X)
     flags = set(spec.flags) | set(_observed_flags(trace, group, spec.y))
     return {
         "id": case_id,

@@ -8,28 +8,31 @@ rest (duplicates, sparse data) is declared here.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from . import datasets, preprocessing
 from .datasets import separable, with_label_noise
-from .golden import CaseSpec, FileSpec, GroupSpec
+from .golden_specs import CaseSpec, FileSpec, GroupSpec
+
+Data = tuple[np.ndarray, np.ndarray]  # X, y
 
 
-def _integers(T: int, n: int, seed: int, low: int = -2, high: int = 2) -> tuple:
+def _integers(T: int, n: int, seed: int, low: int = -2, high: int = 2) -> Data:
     rng = np.random.default_rng(seed)
     X = rng.integers(low, high + 1, size=(T, n)).astype(np.float64)
     return X, np.where(rng.random(T) < 0.5, 1, -1)
 
 
-def _continuous(T: int, n: int, seed: int, noise: float = 0.0, margin: float = 0.05) -> tuple:
+def _continuous(T: int, n: int, seed: int, noise: float = 0.0, margin: float = 0.05) -> Data:
     ds = separable(T, n, margin, seed=seed)
     if noise:
         ds = with_label_noise(ds, noise, seed=seed + 1000)
     return ds.X, ds.y
 
 
-def _duplicates(seed: int) -> tuple:
+def _duplicates(seed: int) -> Data:
     X, y = _integers(12, 3, seed)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, 12, size=10)
@@ -37,7 +40,7 @@ def _duplicates(seed: int) -> tuple:
     return np.vstack([X, X[picks]]), np.concatenate([y, y[picks] * flips])
 
 
-def _sparse(T: int, n: int, seed: int) -> tuple:
+def _sparse(T: int, n: int, seed: int) -> Data:
     rng = np.random.default_rng(seed)
     X = np.where(rng.random((T, n)) < 0.1, rng.integers(1, 4, size=(T, n)), 0).astype(float)
     u = rng.standard_normal(n)
@@ -136,7 +139,7 @@ def _normalized(cases: list[CaseSpec], p: int | Fraction = 2) -> list[CaseSpec]:
 
 def higher_order_file() -> FileSpec:
     """HO_p(c) and the p-norm Perceptron (SPEC.md, "higher_order")."""
-    def ho(comment: str, params: dict, cases: list[CaseSpec], kernel: str = "linear"
+    def ho(comment: str, params: dict[str, Any], cases: list[CaseSpec], kernel: str = "linear"
            ) -> GroupSpec:
         return GroupSpec(comment, "higher_order", params, cases, kernel)
 
@@ -193,7 +196,7 @@ def higher_order_file() -> FileSpec:
 
 def second_order_file() -> FileSpec:
     """The Second-Order Perceptron (SPEC.md, "second_order")."""
-    def sop(comment: str, params: dict, cases: list[CaseSpec], kernel: str = "linear"
+    def sop(comment: str, params: dict[str, Any], cases: list[CaseSpec], kernel: str = "linear"
             ) -> GroupSpec:
         return GroupSpec(comment, "second_order", params, cases, kernel)
 
@@ -240,7 +243,7 @@ def second_order_file() -> FileSpec:
 
 def romma_pumma_file() -> FileSpec:
     """ROMMA and PUMMA_p(delta) (SPEC.md, "romma and pumma")."""
-    def large_bias(T: int, seed: int) -> tuple:
+    def large_bias(T: int, seed: int) -> Data:
         """Separable with a large bias: y = sign(u.x - 2) on x in [0, 2]^4."""
         rng = np.random.default_rng(seed)
         X = rng.integers(0, 5, size=(T, 4)).astype(float) / 2
@@ -306,7 +309,7 @@ def romma_pumma_file() -> FileSpec:
 def alma_file() -> FileSpec:
     """ALMA_p(alpha; B, C) of Gentile (SPEC.md, "alma"): p = 2, 3 and 2 ln n, kernels at
     p = 2; the last case of the first group carries the (x, -R) bias coordinate."""
-    def augmented(seed: int) -> tuple:
+    def augmented(seed: int) -> Data:
         X, y = _continuous(30, 3, seed)
         X = X + 0.5   # an offset hyperplane: the bias coordinate matters
         y = np.where(X @ np.array([1.0, -1.0, 0.5]) > 0.25, 1, -1)

@@ -19,6 +19,10 @@ from typing import Any
 from .errors import KernelSpecError
 from .numbers import format_exact, number_context, to_fraction
 
+#: The memory, in bytes, a dual fast form spends caching the kernel rows k(x_s, X) of its
+#: support vectors (512 MiB): each row is computed once; rows beyond the budget are
+#: recomputed per block.
+KERNEL_CACHE_BYTES = 512 * 2**20
 
 @dataclass(frozen=True)
 class Kernel:

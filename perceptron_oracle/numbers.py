@@ -16,10 +16,9 @@ import math
 import re
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Union
+from typing import Any
 
 import mpmath
-from mpmath.ctx_mp_python import _mpf
 
 #: Default working precision, in bits, of the mpmath parts of the reference.
 DEFAULT_PRECISION = 256
@@ -28,7 +27,7 @@ _precision: contextvars.ContextVar[int] = contextvars.ContextVar(
     "perceptron_oracle_precision", default=DEFAULT_PRECISION
 )
 
-Exact = Union[int, Fraction]
+Exact = int | Fraction
 _RATIONAL = re.compile(r"([+-]?)([0-9]+)(?:/([0-9]+))?")          # matched whole, ASCII digits
 _DECIMAL = re.compile(r"[+-]?([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
 
@@ -63,6 +62,14 @@ def number_context(bits: int | None = None) -> mpmath.ctx_mp.MPContext:
     return ctx
 
 
+def is_mpf(value: object) -> bool:
+    """Whether ``value`` is an mpmath real (``mpf``) of any context.  mpmath gives every
+    ``MPContext`` its own ``mpf`` type (``ctx.mpf``), so ``isinstance(value, mpmath.mpf)``
+    holds for the global context's numbers only, not for :func:`number_context`'s."""
+    ctx = getattr(value, "context", None)
+    return isinstance(ctx, mpmath.MPContext) and isinstance(value, ctx.mpf)
+
+
 def to_fraction(value: object) -> Fraction:
     """The exact rational value of ``value``.
 
@@ -95,11 +102,13 @@ def to_fraction(value: object) -> Fraction:
             return Fraction(text)
         raise ValueError(f"not an exact number: {_clip(text)} (use an integer, a decimal or "
                          "p/q)")
-    if isinstance(value, _mpf):
+    if is_mpf(value):
         if not mpmath.isfinite(value):
             raise ValueError(f"not a finite number: {value!r}")
-        sign, man, exp, _ = value._mpf_  # man_exp drops the sign: read it from _mpf_
-        return Fraction(-man if sign else man) * (Fraction(2) ** exp)
+        real: Any = value
+        man, exp = real.man_exp  # |value| = man * 2^exp
+        exact: Fraction = Fraction(-man if real < 0 else man) * (Fraction(2) ** exp)
+        return exact
     if hasattr(value, "__float__") and type(value).__module__ == "numpy":
         return to_fraction(float(value))  # numpy scalars: the double they hold
     raise TypeError(f"cannot read {value!r} as an exact number")

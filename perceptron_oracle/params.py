@@ -7,9 +7,10 @@ from the command line as text: integers, decimals and ``p/q`` are read exactly (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ParamError
 from .numbers import to_fraction

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .data import DataError
+from .errors import DataError
 
 STEPS = ("normalize", "add_bias")
 

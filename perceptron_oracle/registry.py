@@ -7,13 +7,28 @@ new family only adds an :class:`Algorithm` to ``ALGORITHMS``.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any
 
 from .errors import ParamError, UnknownAlgorithmError
+from .fast import alma as alma_fast
+from .fast import higher_order as higher_order_fast
+from .fast import perceptron as perceptron_fast
+from .fast import pnorm_perceptron as pnorm_perceptron_fast
+from .fast import pumma as pumma_fast
+from .fast import romma as romma_fast
+from .fast import second_order as second_order_fast
 from .kernels import parse_kernel
 from .params import ParamSchema
+from .reference import alma as alma_ref
+from .reference import higher_order as higher_order_ref
+from .reference import perceptron as perceptron_ref
+from .reference import pnorm_perceptron as pnorm_perceptron_ref
+from .reference import pumma as pumma_ref
+from .reference import romma as romma_ref
+from .reference import second_order as second_order_ref
 from .trace import Trace
 
 Implementation = Callable[..., Trace]
@@ -22,31 +37,38 @@ Implementation = Callable[..., Trace]
 @dataclass(frozen=True)
 class Algorithm:
     name: str
-    module: str                      # the family's module name in reference/ and fast/
+    reference: ModuleType            # the family's module in reference/
+    fast: ModuleType                 # the family's module in fast/
     forms: tuple[str, ...]           # the fast forms, the default first
     kernel_forms: tuple[str, ...]    # the forms that take a non-linear kernel
     p2_forms: tuple[str, ...] = ()   # the forms that take p = 2 only (the others: any p)
 
-    def _module(self, impl: str) -> Any:
-        return importlib.import_module(f"perceptron_oracle.{impl}.{self.module}")
-
     @property
     def params(self) -> ParamSchema:
-        return self._module("reference").PARAMS
+        schema: ParamSchema = self.reference.PARAMS
+        return schema
+
+    def final_error_bounds(self, trace: Trace, X: Any) -> dict[str, Any]:
+        """How far a float64 run's final state may lie from the exact one of ``trace`` (the
+        reference module's ``final_error_bounds``, SPEC.md "Comparing traces")."""
+        bounds: dict[str, Any] = self.reference.final_error_bounds(trace, X)
+        return bounds
 
     def implementation(self, impl: str = "reference", form: str | None = None) -> Implementation:
         """The callable for ``impl`` ("reference" or "fast") and, for fast, ``form``."""
         if impl == "reference":
             if form not in (None, "reference"):
                 raise UnknownAlgorithmError("the reference has one form, 'reference'")
-            return getattr(self._module("reference"), self.name)
+            reference: Implementation = getattr(self.reference, self.name)
+            return reference
         if impl != "fast":
             raise UnknownAlgorithmError(f"unknown implementation {impl!r} (reference, fast)")
         form = form or self.forms[0]
         if form not in self.forms:
             raise UnknownAlgorithmError(f"{self.name} has no fast form {form!r} "
                                         f"(forms: {', '.join(self.forms)})")
-        return getattr(self._module("fast"), form)
+        fast: Implementation = getattr(self.fast, form)
+        return fast
 
     def forms_for(self, kernel: Any, params: dict[str, Any]) -> list[str]:
         """The fast forms that take this kernel and these parameters, the default first."""
@@ -65,19 +87,21 @@ class Algorithm:
 
 ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (
-        Algorithm("perceptron", "perceptron", forms=("primal", "dual"),
+        Algorithm("perceptron", perceptron_ref, perceptron_fast, forms=("primal", "dual"),
                   kernel_forms=("dual",)),
-        Algorithm("higher_order", "higher_order", forms=("primal", "dual", "implicit"),
-                  kernel_forms=("dual",), p2_forms=("primal", "dual")),
-        Algorithm("pnorm_perceptron", "pnorm_perceptron", forms=("primal",),
-                  kernel_forms=()),
-        Algorithm("second_order", "second_order", forms=("primal", "dual"),
+        Algorithm("higher_order", higher_order_ref, higher_order_fast,
+                  forms=("primal", "dual", "implicit"), kernel_forms=("dual",),
+                  p2_forms=("primal", "dual")),
+        Algorithm("pnorm_perceptron", pnorm_perceptron_ref, pnorm_perceptron_fast,
+                  forms=("primal",), kernel_forms=()),
+        Algorithm("second_order", second_order_ref, second_order_fast,
+                  forms=("primal", "dual"), kernel_forms=("dual",)),
+        Algorithm("romma", romma_ref, romma_fast, forms=("primal", "dual"),
                   kernel_forms=("dual",)),
-        Algorithm("romma", "romma", forms=("primal", "dual"), kernel_forms=("dual",)),
-        Algorithm("pumma", "pumma", forms=("primal", "dual"), kernel_forms=("dual",),
-                  p2_forms=("dual",)),
-        Algorithm("alma", "alma", forms=("primal", "dual"), kernel_forms=("dual",),
-                  p2_forms=("dual",)),
+        Algorithm("pumma", pumma_ref, pumma_fast, forms=("primal", "dual"),
+                  kernel_forms=("dual",), p2_forms=("dual",)),
+        Algorithm("alma", alma_ref, alma_fast, forms=("primal", "dual"),
+                  kernel_forms=("dual",), p2_forms=("dual",)),
     )
 }
 

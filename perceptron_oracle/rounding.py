@@ -20,12 +20,17 @@ data are then decided the same way by float64 code, and are compared, not excuse
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Iterable
 
 UNIT_ROUNDOFF = 2.0 ** -53
-#: The smallest positive float64 (subnormal): a nonzero magnitude that underflowed.
+#: The smallest positive float64 (subnormal, 2^-1074): a nonzero magnitude that underflowed.
 SMALLEST_SUBNORMAL = 5e-324
+#: A finite stand-in for "no bound": the final-state bound (or the error bound it derives
+#: from) that allows any state, once the carried error bound is lost (e.g. after a fragile
+#: trial).  Finite, because bounds are read as floats (compare.py) and written as JSON
+#: numbers (the golden files).
+ANY_STATE = 1e300
 SAFETY = 2.0
 
 
@@ -41,7 +46,7 @@ def score_error_bound(operations: int, magnitude: float) -> float:
     if not magnitude < math.inf:
         return math.inf  # the terms overflow float64 (or their magnitude is NaN): undecidable
     m = operations * UNIT_ROUNDOFF
-    return SAFETY * (m / (1.0 - m) * magnitude + operations * 2.0 ** -1074)
+    return SAFETY * (m / (1.0 - m) * magnitude + operations * SMALLEST_SUBNORMAL)
 
 
 def magnitude_float(value: object) -> float:
@@ -86,10 +91,13 @@ def within(value: object, bound: float) -> bool:
     value: the float64 terms overflowed, so a float64 form cannot decide the trial."""
     if not bound < math.inf:
         return True
+    exact: int | Fraction
     if isinstance(value, tuple):
         num, den = value
-        value = Fraction(num, den)
-    elif not isinstance(value, (int, Fraction)):
+        exact = Fraction(num, den)
+    elif isinstance(value, (int, Fraction)):
+        exact = value
+    else:
         from .numbers import to_fraction  # an mpf: the dyadic rational it is
-        value = to_fraction(value)
-    return abs(value) <= Fraction(bound)
+        exact = to_fraction(value)
+    return abs(Fraction(exact)) <= Fraction(bound)

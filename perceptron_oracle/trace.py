@@ -26,11 +26,17 @@ from fractions import Fraction
 from typing import Any
 
 import mpmath
-from mpmath.ctx_mp_python import _mpf
 
 from .errors import TraceFormatError
-from .numbers import (MAX_EXACT_DIGITS, format_exact, is_rational_string, parse_integer,
-                      parse_rational, to_fraction)
+from .numbers import (
+    MAX_EXACT_DIGITS,
+    format_exact,
+    is_mpf,
+    is_rational_string,
+    parse_integer,
+    parse_rational,
+    to_fraction,
+)
 
 FORMAT = "perceptron-oracle/trace@1"
 FORMS = ("reference", "primal", "dual", "implicit")
@@ -372,7 +378,7 @@ def _number(value: Any, path: str) -> Any:
             raise TraceFormatError(f"{path}: {exc}") from None
     if isinstance(value, bool) or value is None:
         raise TraceFormatError(f"{path}: {_describe(value)} where a number belongs")
-    if isinstance(value, float) or (isinstance(value, _mpf)):
+    if isinstance(value, float) or is_mpf(value):
         finite = math.isfinite(value) if isinstance(value, float) else mpmath.isfinite(value)
         if not finite:
             raise TraceFormatError(f"{path}: {value!r}: a trace holds finite numbers only")
@@ -428,7 +434,7 @@ def encode_value(value: Any) -> Any:
         return {str(k): encode_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [encode_value(v) for v in value]
-    if isinstance(value, _mpf):  # a binary float is a dyadic rational: exact as p/q
+    if is_mpf(value):  # a binary float is a dyadic rational: exact as p/q
         return format_exact(to_fraction(value))
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         return encode_value(value.tolist())

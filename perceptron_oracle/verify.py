@@ -21,20 +21,20 @@ keys the implementation reports, and the expected keys it does not report are li
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import pathlib
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
+from . import trace as trace_files
 from .compare import compare
 from .errors import OracleInputError, TraceFormatError
 from .golden import Case
 from .registry import get
-from . import trace as trace_files
 from .trace import Trace
 
 External = Callable[..., Any]
@@ -120,7 +120,8 @@ def load_callable(spec: str) -> External:
         target = getattr(target, part)
     if not callable(target):
         raise OracleInputError(f"{spec} is not callable")
-    return target
+    function: Callable[..., Any] = target
+    return function
 
 
 def judge(case: Case, actual: Any, partial: bool = True) -> CaseResult:

@@ -18,8 +18,9 @@ Classification Algorithm" (JMLR 2 (2001) 213-242), checked on any implementation
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from ..numbers import number_context, to_fraction
 from ..reference import alma as alma_ref

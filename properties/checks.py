@@ -24,9 +24,10 @@ listed in ``needs``), never on the project's own internals.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 from hypothesis import assume

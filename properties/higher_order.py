@@ -24,14 +24,15 @@ rho's) are recomputed, not trusted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from ..kernels import parse_kernel
 from ..numbers import to_fraction
 from ..reference._common import exact_data
-from ..reference.higher_order import _run, resolve_params, rho_rule
+from ..reference.higher_order import resolve_params, rho_rule, run_loop
 from ..reference.perceptron import perceptron
 from ..reference.pnorm_perceptron import pnorm_perceptron
 from ..trace import Trace
@@ -74,7 +75,7 @@ def observe(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             hooks: dict[str, Any] | None = None, **params: Any) -> Run:
     """Run the reference loop and keep every mistake's state.  ``hooks`` replace parts of
     the loop (``engine``, ``rule``, ``is_mistake``, ``sparse_skips`` of
-    ``reference.higher_order._run``): the planted wrong implementations.  X may hold
+    ``reference.higher_order.run_loop``): the planted wrong implementations.  X may hold
     Fractions (the sphere strategy's exact points)."""
     rows, labels = exact_data(X, y)
     resolved = resolve_params(params)
@@ -87,8 +88,8 @@ def observe(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         records.append(Mistake(event["t"], event["j"], event["k"], event["label"],
                                event["rho"], A, v))
 
-    trace = _run(rows, labels, epochs, parse_kernel(kernel), resolved, observe=keep,
-                 **(hooks or {}))
+    trace = run_loop(rows, labels, epochs, parse_kernel(kernel), resolved, observe=keep,
+                     **(hooks or {}))
     return Run(trace, rows, labels, resolved, records)
 
 

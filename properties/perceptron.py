@@ -9,8 +9,9 @@ implementations (``impl(X, y, *, epochs, kernel, **params) -> Trace``), a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

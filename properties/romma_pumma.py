@@ -39,9 +39,9 @@ from typing import Any
 
 import mpmath
 
+from ..numbers import to_fraction
 from ..reference import pumma as pumma_ref
 from ..reference import romma as romma_ref
-from ..numbers import to_fraction
 from ..reference._common import exact_data
 from ._base import InvariantViolation
 

@@ -17,14 +17,15 @@ update rule in any exact implementation that records its scores:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from itertools import combinations
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..kernels import parse_kernel
-from ..reference.second_order import _inverse, a_k, resolve_params
+from ..reference.second_order import a_k, exact_inverse, resolve_params
 from ..trace import Trace
 from ._base import InvariantViolation
 
@@ -97,8 +98,8 @@ def pseudo_inverse(M: list[list[Fraction]]) -> list[list[Fraction]]:
     Ft = [list(c) for c in zip(*F)]
     Ct = [list(c) for c in zip(*C)]
     one = Fraction(1)
-    return _matmul(_matmul(Ct, _inverse(_matmul(C, Ct), one)),
-                   _matmul(_inverse(_matmul(Ft, F), one), Ft))
+    return _matmul(_matmul(Ct, exact_inverse(_matmul(C, Ct), one)),
+                   _matmul(exact_inverse(_matmul(Ft, F), one), Ft))
 
 
 def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dict[str, Any],
@@ -126,8 +127,8 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
         if p["pseudoinverse"]:
             Gi = pseudo_inverse(G)
         else:
-            Gi = _inverse([[g + (a if r == c else 0) for c, g in enumerate(row)]
-                           for r, row in enumerate(G)], Fraction(1))
+            Gi = exact_inverse([[g + (a if r == c else 0) for c, g in enumerate(row)]
+                                for r, row in enumerate(G)], Fraction(1))
         dual = sum(yi * sum(h * b for h, b in zip(row, kx)) for yi, row in zip(ytil, Gi))
         primal = None
         if kern.is_linear:
@@ -136,8 +137,8 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
             if p["pseudoinverse"]:
                 Mi = pseudo_inverse(M)
             else:
-                Mi = _inverse([[m + (a if r == c else 0) for c, m in enumerate(row)]
-                               for r, row in enumerate(M)], Fraction(1))
+                Mi = exact_inverse([[m + (a if r == c else 0) for c, m in enumerate(row)]
+                                    for r, row in enumerate(M)], Fraction(1))
             v = [sum(labels[i] * rows[i][c] for i in seen) for c in range(n)]
             x = rows[j]
             primal = sum(x[r] * sum(Mi[r][c] * v[c] for c in range(n)) for r in range(n))
@@ -190,7 +191,7 @@ def check_proof_chain(trace: Trace, X: Any, y: Any, a: Any) -> None:
     prev_quad, prev_det, total = Fraction(0), _det(A), Fraction(0)
     for k, (x, label) in enumerate(zip(xs, ls), 1):
         A = [[A[r][c] + x[r] * x[c] for c in range(n)] for r in range(n)]
-        Ai = _inverse(A, Fraction(1))
+        Ai = exact_inverse(A, Fraction(1))
         v = [vi + label * xi for vi, xi in zip(v, x)]
         quad = sum(v[r] * Ai[r][c] * v[c] for r in range(n) for c in range(n))
         xq = sum(x[r] * Ai[r][c] * x[c] for r in range(n) for c in range(n))

@@ -15,6 +15,7 @@ for separable data, the separating ``u`` and ``margin``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -263,7 +264,7 @@ def alma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
     return params
 
 
-PARAMS = {
+PARAMS: dict[str, Callable[..., st.SearchStrategy[dict[str, Any]]]] = {
     "perceptron": perceptron_params,
     "higher_order": higher_order_params,
     "pnorm_perceptron": pnorm_params,

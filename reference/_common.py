@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import DataError, ParamError
 from ..kernels import Kernel
 from ..numbers import number_context, to_fraction
+from ..rounding import SMALLEST_SUBNORMAL
 
 
 def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
@@ -75,7 +76,7 @@ class Gram:
         if key not in self.magnitudes:
             value = self.kernel.magnitude(self.abs_rows[i], self.abs_rows[j])
             if value == 0 and self(i, j) != 0:  # products below the float64 range
-                value = 5e-324
+                value = SMALLEST_SUBNORMAL
             self.magnitudes[key] = value
         return self.magnitudes[key]
 

@@ -38,7 +38,13 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import UNIT_ROUNDOFF, magnitude_float, score_error_bound
+from ..rounding import (
+    ANY_STATE,
+    SMALLEST_SUBNORMAL,
+    UNIT_ROUNDOFF,
+    magnitude_float,
+    score_error_bound,
+)
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
 
@@ -65,8 +71,6 @@ PARAMS = ParamSchema(
                       check=lambda v: v > 0, requirement="> 0 or none"),
 )
 
-#: The final bound that allows anything, once the carried error bound is lost.
-ANY_STATE = 1e300
 #: The carried state error beyond which the state counts as lost (relative to ||th||_2).
 LOST = 2.0 ** -20
 u = UNIT_ROUNDOFF
@@ -247,7 +251,7 @@ class _Primal(_Run):
             x2 = math.sqrt(sum(b * b for b in xa))
             err = self._rounding(xa) + 2 * self.lipschitz_w() * self.D * x2
             if not err and score:
-                err = score_error_bound(self.m, 5e-324)
+                err = score_error_bound(self.m, SMALLEST_SUBNORMAL)
         own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0)))
         thr, thr_err = self.threshold()
         return score, err, own, thr, thr_err
@@ -357,7 +361,7 @@ class _Dual(_Run):
         mag = sum(abs(float(a)) * self.kmag(i, j) for i, a in self.alpha_c.items())
         ops = self.m + len(self.alpha_c)
         return score_error_bound(ops, magnitude_float(mag) if mag else
-                                 (5e-324 if score else 0.0))
+                                 (SMALLEST_SUBNORMAL if score else 0.0))
 
     def update(self, j: int, score: Any) -> None:
         ctx = self.ctx
@@ -399,7 +403,7 @@ class _Dual(_Run):
         out = []
         for i in range(T):
             a = abs(float(self.alpha_c.get(i, 0)))
-            out.append(2 * (self.rho + 8 * u) * a + (5e-324 if a else 0.0))
+            out.append(2 * (self.rho + 8 * u) * a + (SMALLEST_SUBNORMAL if a else 0.0))
         return {"final.alpha": out}
 
 

@@ -1,5 +1,5 @@
-"""The Higher-Order Perceptron HO_p(c) of Brotto, Gentile & Vitale (`002_...`), exact.
-SPEC.md, "higher_order".
+"""The Higher-Order Perceptron HO_p(c) of Brotto, Gentile & Vitale, "On Higher-Order
+Perceptron Algorithms" (NIPS 2006), exact.  SPEC.md, "higher_order".
 
 Figure 1, with the dual-norm generalisation of section 2 item 3 (p = 2: g = identity):
 
@@ -25,7 +25,7 @@ How the reference computes (all exact):
 - p = 2, any other kernel: dual coordinates over the mistakes (item 2): w = sum_j g_j phi(x_j)
   with g = y + D h; D grows by one row and column per mistake (general, non-unit x:
   d_kk = rho^2 (x^T X b + k(x, x)) - 2 rho, b = D X^T x); the same path runs the linear kernel
-  when asked (``_run(..., engine=Dual)``, used by the tests to tie the two together).
+  when asked (``run_loop(..., engine=Dual)``, used by the tests to tie the two together).
 - p != 2 (linear kernel only): B_k explicitly as an n x n matrix in mpmath; while every rho so
   far is 0 (B = I) the score's numerator is rational for an integer p and decided exactly.
   Otherwise the sign of the numerator N = sum_i sign(theta_i)|theta_i|^(p-1) (B x)_i
@@ -33,37 +33,46 @@ How the reference computes (all exact):
   from mpmath, and |N| <= E_P (the reference's own rounding bound at its precision) is a
   tie: score 0, a mistake, and always fragile.
 
-``final`` (SPEC draft, "final"):
+``final`` (SPEC.md, the higher_order chapter, "`final`"):
 - linear kernel: ``w`` (w_K = B_K^T g(B_K v_K), list of n), ``v`` (v_K, list of n),
   ``rho`` (rho_k for each mistake k = 1..K, in order; 0 where B was left alone);
 - other kernels: ``support`` (the example index of each mistake, in order: an example
   recurs once per mistake on it), ``g`` (the dual coefficients: score(x) =
   sum_k g_k k(x_support[k], x)), ``rho`` (as above).
 
-Fragile trials (SPEC draft, "fragile rule"): |score| within SAFETY gamma_m M, with
-M = |x|^T |B|^T |B| |v| the magnitude of the absolute-value computation (identical for the
-primal update of A, the dual recursions of D, h, g and the implicit unwrapping of B), m =
-(K + 2)(K + 2 n d + 16) + 2 sum_i e_i (e_i: the roundings in the float value of rho_i).  A
-sparse decision y s >= 0 within rounding of 0 flags its trial and every later trial (the states
-may part ways there), and then ``final_error_bounds`` allows any final state.
+Fragile trials (SPEC.md, the higher_order chapter, "Fragile trials and final-state
+bounds"): |score| within SAFETY gamma_m M, with M = |x|^T |B|^T |B| |v| the magnitude of the
+absolute-value computation (identical for the primal update of A, the dual recursions of D, h,
+g and the implicit unwrapping of B), m = (K + 2)(K + 2 n d + 16) + 2 sum_i e_i (e_i: the
+roundings in the float value of rho_i).  A sparse decision y s >= 0 within rounding of 0 flags
+its trial and every later trial (the states may part ways there), and then
+``final_error_bounds`` allows any final state.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import (UNIT_ROUNDOFF, exact_in_float64, magnitude_float,
-                        max_dyadic_exponent, score_error_bound, within)
+from ..rounding import (
+    ANY_STATE,
+    SMALLEST_SUBNORMAL,
+    UNIT_ROUNDOFF,
+    exact_in_float64,
+    magnitude_float,
+    max_dyadic_exponent,
+    score_error_bound,
+    within,
+)
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
-from .pnorm_perceptron import (gradient, norm_power, numerator, own_error, pnorm_magnitude,
-                               to_mpf)
+from .pnorm_perceptron import gradient, norm_power, numerator, own_error, pnorm_magnitude, to_mpf
 
 RHO_RULES = ("c/k", "theorem1", "constant")
 
@@ -78,10 +87,6 @@ PARAMS = ParamSchema(
     Param("sparse", "bool", False, "the sparse variant (section 4): rho_k = 0 when "
           "y_t v_{k-1}.x_t < 0"),
 )
-
-#: Python-float stand-in for "any final state" (compare.py needs a finite bound).
-ANY_STATE = 1e300
-
 
 def resolve_params(given: dict[str, Any]) -> dict[str, Any]:
     """PARAMS.resolve plus the range of c that depends on rho."""
@@ -105,8 +110,9 @@ def rho_rule(params: dict[str, Any], k: int, s: Any) -> Any:
 
 
 def rho_roundings(params: dict[str, Any], s_error: float) -> int:
-    """e: how many unit roundoffs the float64 value of rho may be off, relatively (SPEC draft):
-    c/k 3 (c, the division, slack), constant 1, theorem1 3 + u c/(1-c) + err(s) / u."""
+    """e: how many unit roundoffs the float64 value of rho may be off, relatively (SPEC.md,
+    the higher_order chapter, "Fragile trials and final-state bounds"): c/k 3 (c, the
+    division, slack), constant 1, theorem1 3 + u c/(1-c) + err(s) / u."""
     if params["rho"] == "c/k":
         return 3
     if params["rho"] == "constant":
@@ -459,7 +465,7 @@ class IntDual(Dual):
         self.g_abs.append(ga_new)
 
     @property
-    def g(self) -> list[Fraction]:  # type: ignore[override]
+    def g(self) -> list[Fraction]:
         return [Fraction(v, self.dg) for v in self.g_int]
 
     @g.setter
@@ -467,7 +473,7 @@ class IntDual(Dual):
         pass
 
     @property
-    def D(self) -> dict[tuple[int, int], Fraction]:  # type: ignore[override]
+    def D(self) -> dict[tuple[int, int], Fraction]:
         return {key: Fraction(v, self.dD) for key, v in getattr(self, "D_int", {}).items()}
 
     @D.setter
@@ -568,7 +574,7 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
     params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
-    trace = _run(rows, labels, epochs, kern, params, record_scores=True)
+    trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
     if trace.fragile and params["p"] == 2 and not params["sparse"]:  # SPEC.md 10.7
         T = len(rows)
         errors = shadow_errors("higher_order", X, y, epochs, kern.spec, params, trace)
@@ -580,13 +586,14 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     return trace
 
 
-def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-         params: dict[str, Any], *, record_scores: bool = False, engine: type | None = None,
-         rule: Callable[[dict[str, Any], int, Any], Any] = rho_rule,
-         observe: Callable[[dict[str, Any]], None] | None = None,
-         is_mistake: Callable[[Any], bool] = lambda margin: margin <= 0,
-         sparse_skips: Callable[[int, Any], bool] = lambda label, s: label * s < 0,
-         algorithm: str = "higher_order") -> Trace:
+def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
+             params: dict[str, Any], *, record_scores: bool = False,
+             engine: type | None = None,
+             rule: Callable[[dict[str, Any], int, Any], Any] = rho_rule,
+             observe: Callable[[dict[str, Any]], None] | None = None,
+             is_mistake: Callable[[Any], bool] = lambda margin: margin <= 0,
+             sparse_skips: Callable[[int, Any], bool] = lambda label, s: label * s < 0,
+             algorithm: str = "higher_order") -> Trace:
     """The loop of Figure 1 over any state holder (``engine``).  ``observe`` receives, after
     every mistake, {"t", "j", "k", "label", "s" (v_{k-1}.x_t), "rho", "state" (the engine)};
     the tests and the planted wrong implementations use it, as they use ``rule`` (rho_k),
@@ -672,7 +679,8 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
 
 
 def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
-    """How far a float64 form's ``final`` may lie from the exact one (SPEC draft).
+    """How far a float64 form's ``final`` may lie from the exact one (SPEC.md, the
+    higher_order chapter, "Fragile trials and final-state bounds").
 
     The same absolute-value recursions as the fragile rule, rebuilt from the trace (the
     mistakes' examples and ``final.rho``): w_i within SAFETY gamma_m (|A| |v|)_i (p = 2) or
@@ -695,7 +703,7 @@ def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     abs_rows = [[abs(float(v)) for v in row] for row in rows]
 
     def bound(ops: int, magnitude: float, exact: Any) -> float:
-        return score_error_bound(ops, magnitude if magnitude or not exact else 5e-324)
+        return score_error_bound(ops, magnitude if magnitude or not exact else SMALLEST_SUBNORMAL)
 
     # e_k of each rho, with the same s_err the run used (an upper bound without labels)
     rho_e, total_e, v_abs = [], 0, [0.0] * n

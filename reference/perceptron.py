@@ -29,8 +29,13 @@ from typing import Any
 from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import (exact_in_float64, magnitude_float, max_dyadic_exponent,
-                         score_error_bound)
+from ..rounding import (
+    SMALLEST_SUBNORMAL,
+    exact_in_float64,
+    magnitude_float,
+    max_dyadic_exponent,
+    score_error_bound,
+)
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
 
@@ -191,7 +196,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     ops = len(rows) + len(trace.updates) + 8
     def bound(magnitude: float, exact: Any) -> float:
         # a magnitude that underflowed to 0 while the exact value is not: the smallest one
-        return score_error_bound(ops, magnitude if magnitude or not exact else 5e-324)
+        return score_error_bound(ops, magnitude if magnitude or not exact else SMALLEST_SUBNORMAL)
 
     bounds: dict[str, Any] = {}
     for path, state, weight in (("final", trace.final, 1),

@@ -1,7 +1,7 @@
 """The p-norm (dual-norm) Perceptron, exact.  SPEC.md, "higher_order" (the p-norm part).
 
 Grove, Littlestone & Schuurmans' p-norm Perceptron as the Higher-Order Perceptron paper uses it
-(`002_...`, section 2 item 3 with B = I; HO_p(0) of section 4):
+(Brotto, Gentile & Vitale 2006, section 2 item 3 with B = I; HO_p(0) of section 4):
 
     score_t = g(v).x_t,   g(theta)_i = sign(theta_i) |theta_i|^(p-1) / ||theta||_p^(p-2)
     mistake iff y_t score_t <= 0;   on a mistake  v += y_t x_t
@@ -31,8 +31,13 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..rounding import (SMALLEST_SUBNORMAL, exact_in_float64, magnitude_float,
-                        max_dyadic_exponent, score_error_bound)
+from ..rounding import (
+    SMALLEST_SUBNORMAL,
+    exact_in_float64,
+    magnitude_float,
+    max_dyadic_exponent,
+    score_error_bound,
+)
 from ..trace import Trace
 from ._common import check_epochs, exact_data
 
@@ -114,7 +119,8 @@ def own_error(p: Fraction, operations: int, theta: list[Any], z: list[Any], ctx:
 
 def pnorm_magnitude(theta_abs: list[float], z_abs: list[float], p: Fraction,
                     scale: float) -> float:
-    """The fragile rule's magnitude for a p-norm score (SPEC draft): (p + 1) *
+    """The fragile rule's magnitude for a p-norm score (SPEC.md, the higher_order chapter,
+    "Fragile trials and final-state bounds"): (p + 1) *
     sum_i Theta_i^(p-1) Z_i / ||theta||_p^(p-2), Theta >= |theta| and Z >= |z| the
     componentwise magnitudes a float64 evaluation works with.  It is 0 only if every term
     is: a term that underflows counts as the smallest subnormal (score_error_bound's
@@ -198,7 +204,8 @@ def _perceptron_is_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
 
 
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
-    """Bounds on |float - exact| for ``final.v`` and ``final.w`` (SPEC draft).
+    """Bounds on |float - exact| for ``final.v`` and ``final.w`` (SPEC.md, the higher_order
+    chapter, "Fragile trials and final-state bounds").
 
     v_i is a sum of K signed x_ti: K + 8 roundings of magnitude V_i = sum |x_ti| over the
     mistakes.  w = g(v): the fragile rule's argument per coordinate, magnitude
@@ -216,7 +223,8 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
         v_abs = [a + b for a, b in zip(v_abs, rows[t % T])]
     v, w = trace.final["v"], trace.final["w"]
     v_bounds = [score_error_bound(K + 8, magnitude_float(a) if a else
-                                  (5e-324 if v[i] else 0.0)) for i, a in enumerate(v_abs)]
+                                  (SMALLEST_SUBNORMAL if v[i] else 0.0))
+                for i, a in enumerate(v_abs)]
     if p == 2:
         return {"final.v": v_bounds, "final.w": list(v_bounds)}
     ops = K + n + 16
@@ -229,5 +237,5 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     for i, wi in enumerate(w):
         mag = pnorm_magnitude([v_abs[i]], [1.0], p, scale) if scale else 0.0
         w_bounds.append(score_error_bound(ops, magnitude_float(mag) if mag or not wi
-                                          else 5e-324) + 2 * rel * abs(float(wi)))
+                                          else SMALLEST_SUBNORMAL) + 2 * rel * abs(float(wi)))
     return {"final.v": v_bounds, "final.w": w_bounds}

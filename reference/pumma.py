@@ -1,4 +1,5 @@
-"""PUMMA_p(delta) (Ishibashi, Hatano, Takeda, ``003_...``), exact.  SPEC.md, "romma and pumma".
+"""PUMMA_p(delta) (Ishibashi, Hatano, Takeda, "Online Learning of Approximate
+Maximum p-Norm Margin Classifiers with Bias", COLT 2008), exact.  SPEC.md, "romma and pumma".
 
 Notation: q = p / (p - 1); f(w)_i = sign(w_i) |w_i|^(q-1) / ||w||_q^(q-2) (so f(w).w =
 ||w||_q^2, ||f(w)||_p = ||w||_q) and f^-1(th)_i = sign(th_i) |th_i|^(p-1) / ||th||_p^(p-2)
@@ -51,7 +52,8 @@ w = f^-1(lam z + eta th), with lam > 0 (section 3.1) and eta >= 0:
                    |2 - w.z| / 2 + |vv - w.th| / vv (vv = ||v||_q^2, w = f^-1(phi), soft-
                    margin terms included) is <= 2^-(bits/2) (a float64 Newton, stopped at
                    2^-40, gives the start).  Where the optimum has w_i = 0, Newton
-                   converges only linearly (J vanishes there), hence a residual criterion.  Where the Hessian is singular (phi with one nonzero
+                   converges only linearly (J vanishes there), hence a residual criterion.
+                   Where the Hessian is singular (phi with one nonzero
                    coordinate: J vanishes off phi's support for p > 2), a ridge
                    2^-20 (trace) is added and the damping keeps the step an ascent.
   infeasible: z = 0, or in case (ii) z (with its soft-margin part) is a nonpositive
@@ -101,10 +103,27 @@ from ..params import Param, ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data
-from .romma import (DELTA, FALLBACK_RHO, NUMBERS, ErrorModel, NotConverged, Numbers, Rows,
-                    bound, _float, dual_bounds, finite, known_bounds, near_singular,
-                    norm_error, remember_bounds, run_modes, sharpen_by_shadows,
-                    solve_2norm)
+from .romma import (
+    DELTA,
+    FALLBACK_RHO,
+    NUMBERS,
+    ErrorModel,
+    NotConverged,
+    Numbers,
+    Rows,
+    _float,
+    bound,
+    dual_bounds,
+    finite,
+    known_bounds,
+    near_singular,
+    norm_error,
+    remember_bounds,
+    run_modes,
+    sharpen_by_shadows,
+    solve_2norm,
+)
+
 
 class _OptionalRational(Param):
     """A rational, or None (given as None or "none")."""
@@ -385,7 +404,7 @@ class _StateP:
         soft = None if C is None else (xp + xn, xi2, C)
         start = (ctx.mpf(0), ctx.mpf(1))
         try:
-            fl = _FloatOps()
+            fl = FloatOps()
             lam, eta = newton_dual(fl, [float(a) for a in z], [float(a) for a in th],
                                    float(vv), float(p), None if soft is None else
                                    tuple(float(v) for v in soft), (0.0, 1.0), 2.0 ** -40)
@@ -399,7 +418,7 @@ class _StateP:
         return out
 
 
-class _FloatOps:
+class FloatOps:
     steps = 0
     singular = 2.0 ** -200   # newton_dual's "Hessian singular" threshold (relative)
 

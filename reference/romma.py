@@ -1,6 +1,7 @@
 """ROMMA (Li & Long), homogeneous, 2-norm, with delta: exact.  SPEC.md, "romma and pumma".
 
-ROMMA is the base of PUMMA (Ishibashi, Hatano, Takeda, ``003_...``, problem (2)).  State:
+ROMMA is the base of PUMMA (Ishibashi, Hatano, Takeda, "Online Learning of Approximate
+Maximum p-Norm Margin Classifiers with Bias", COLT 2008, problem (2)).  State:
 w_t (w_0 = 0).  Trial t on example j (x = x_j, y = y_j, z = y x):
 
     score  = w.x                          (mistake iff y score <= 0)
@@ -62,14 +63,15 @@ from __future__ import annotations
 import math
 import operator
 import weakref
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..numbers import current_precision, number_context, precision
 from ..params import Param, ParamSchema
-from ..rounding import UNIT_ROUNDOFF, score_error_bound
+from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, score_error_bound
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
@@ -247,7 +249,7 @@ def solve_2norm(vv: Any, zz: Any, vz: Any, r: int, exact: bool) -> tuple[Any, An
         return None
     lam = vv * (r - vz) / D
     eta = (vv * zz - r * vz) / D
-    kappa = min(_float((vv * zz + vz * vz) / D), 1e300)
+    kappa = min(_float((vv * zz + vz * vz) / D), ANY_STATE)
     return lam, eta, kappa
 
 
@@ -304,21 +306,21 @@ class ErrorModel:
         the class docstring.  rho_ref (the reference's own error) always by the kappa rule."""
         if rho_lam is not None:
             base = max(self.rho, rho_lam) if case_ii else rho_lam
-            self.rho = min(base + 4 * (m + 8) * self.unit, 1e300)
+            self.rho = min(base + 4 * (m + 8) * self.unit, ANY_STATE)
         elif case_ii:
             self.rho = min(2 * math.sqrt(kappa) * self.rho + 4 * kappa * (m + 8) * self.unit
-                           + newton, 1e300)
+                           + newton, ANY_STATE)
         else:
             self.rho = 4 * (m + 8) * self.unit
         if case_ii:
             self.rho_ref = min(2 * math.sqrt(kappa) * self.rho_ref + 4 * kappa * (m + 8)
-                               * self.ref_unit + ref_newton, 1e300)
+                               * self.ref_unit + ref_newton, ANY_STATE)
         else:
             self.rho_ref = 4 * (m + 8) * self.ref_unit + ref_newton
         self.worst_ref = max(self.worst_ref, self.rho_ref)
 
     def step(self, vv: Any, zz: Any, vz: Any, r: int, dvv: float, dzz: float, dvz: float,
-             zz_scale: float) -> "StepError":
+             zz_scale: float) -> StepError:
         """How a float64 form's solution of the update may differ from the exact one
         (``step_errors``), given the error bounds of its inputs: ``dvv`` of ||v||^2
         (``norm_error``), ``dzz`` of ||z||^2, ``dvz`` of v.z (the trial's score error)."""
@@ -357,8 +359,6 @@ class StepError:
 #: fragile; if the reference updates there, ``ErrorModel.lost``: every later trial is
 #: fragile and every final bound is ANY_STATE, as the HO reference's after a fragile inverse).
 _SINGULAR_STEP = StepError(True, 1.0, 0.0, 0.0)
-#: The final bound that allows anything (compare.py reads bounds as finite floats).
-ANY_STATE = 1e300
 
 
 def step_errors(vv: Any, zz: Any, vz: Any, r: int, dvv: float, dzz: float, dvz: float,
@@ -411,11 +411,12 @@ def step_errors(vv: Any, zz: Any, vz: Any, r: int, dvv: float, dzz: float, dvz: 
 
 
 def _float(x: Any) -> float:
-    """float(x), +-1e300 where x is beyond that (a near-singular update, flagged fragile)."""
+    """float(x), +-ANY_STATE where x is beyond that (a near-singular update, flagged
+    fragile)."""
     try:
-        return max(-1e300, min(1e300, float(x)))
+        return max(-ANY_STATE, min(ANY_STATE, float(x)))
     except OverflowError:
-        return 1e300 if x > 0 else -1e300
+        return ANY_STATE if x > 0 else -ANY_STATE
 
 
 def finite(values: list[float]) -> list[float]:
@@ -469,7 +470,7 @@ def known_bounds(trace: Trace) -> dict[str, Any] | None:
 def bound(rho: float, magnitude: float, ops: int, exact: Any) -> float:
     """2 rho M + gamma_ops M: a value whose terms have coefficient errors <= rho (relative)."""
     if magnitude == 0 and exact:
-        magnitude = 5e-324
+        magnitude = SMALLEST_SUBNORMAL
     if magnitude == 0:
         return 0.0
     return 2.0 * rho * magnitude + score_error_bound(ops, magnitude)

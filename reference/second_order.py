@@ -1,5 +1,5 @@
-"""The Second-Order Perceptron (Cesa-Bianchi, Conconi, Gentile 2005), exact.  SPEC.md,
-"second_order"; slides ``001_...``.
+"""The Second-Order Perceptron (Cesa-Bianchi, Conconi, Gentile, "A Second-Order Perceptron
+Algorithm", SIAM J. Comput. 2005), exact.  SPEC.md, "second_order".
 
 Basic form (Figure 3.1), with k - 1 the mistakes so far, X_{k-1} their instances and
 v_{k-1} = sum of y_i x_i over them:
@@ -37,7 +37,7 @@ from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..numbers import to_fraction
 from ..params import Param, ParamSchema
-from ..rounding import UNIT_ROUNDOFF, magnitude_float, within
+from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, magnitude_float, within
 from ..trace import Trace
 from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
@@ -58,8 +58,6 @@ PARAMS = ParamSchema(
 PINV_RANK_TOL = 1e-9
 #: Safety factor of the stated fragile rule (SPEC.md).
 FRAGILE_FACTOR = 64.0
-#: A finite stand-in for "no bound" (compare.py reads bounds as floats).
-NO_BOUND = 1e300
 
 
 def resolve_params(given: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +75,7 @@ def a_k(p: dict[str, Any], k: int) -> Fraction:
     return p["a"] if p["a_growth"] == "constant" else p["a"] * k
 
 
-def _inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
+def exact_inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
     """Exact Gauss-Jordan inverse of a nonsingular matrix (pivoting on nonzero entries)."""
     n = len(M)
     aug = [list(row) + [one if i == j else 0 * one for j in range(n)]
@@ -211,9 +209,9 @@ class _Dual:
         if new_a != self.a:
             self.a = new_a
             g = self.gram
-            self.H = _inverse([[g(r, c) + (new_a if ri == ci else 0)
-                                for ci, c in enumerate(self.support)]
-                               for ri, r in enumerate(self.support)], self.one)
+            self.H = exact_inverse([[g(r, c) + (new_a if ri == ci else 0)
+                                     for ci, c in enumerate(self.support)]
+                                    for ri, r in enumerate(self.support)], self.one)
             return
         d = self.a * (1 + q)          # Schur complement a + c - b^T H b
         h = self.h
@@ -573,7 +571,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     bounds: dict[str, Any] = {}
     if p["pseudoinverse"]:
         kappa, ambiguous = _pinv_replay(X, support, kern)
-        rel = NO_BOUND if ambiguous else \
+        rel = ANY_STATE if ambiguous else \
             FRAGILE_FACTOR * UNIT_ROUNDOFF * m * (K + 1) * kappa ** 2
         scale = 1.0
     else:
@@ -585,14 +583,15 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
         vmag = [sum(rows[i][c] for i in support) for c in range(n)]
         vnorm = math.sqrt(sum(v * v for v in vmag))
         bounds["final.v"] = [FRAGILE_FACTOR * UNIT_ROUNDOFF * (K + 8) * vm
-                             + (K + 8) * 2.0 ** -1074 for vm in vmag]
-        wb = min(NO_BOUND, rel * scale * vnorm + (K + 8) * 2.0 ** -1074)
+                             + (K + 8) * SMALLEST_SUBNORMAL for vm in vmag]
+        wb = min(ANY_STATE, rel * scale * vnorm + (K + 8) * SMALLEST_SUBNORMAL)
         if p["pseudoinverse"]:  # C^+ v has no a-priori scale: relative to the data's
-            wb = min(NO_BOUND, rel * vnorm / max(kmax, 5e-324) + (K + 8) * 2.0 ** -1074)
+            wb = min(ANY_STATE, rel * vnorm / max(kmax, SMALLEST_SUBNORMAL)
+                     + (K + 8) * SMALLEST_SUBNORMAL)
         bounds["final.w"] = [wb] * n
     else:
-        ab = min(NO_BOUND, rel * scale * math.sqrt(K) * (1 if not p["pseudoinverse"]
-                                                          else 1 / max(kmax, 5e-324))
-                 + (K + 8) * 2.0 ** -1074)
+        ab = min(ANY_STATE, rel * scale * math.sqrt(K) * (1 if not p["pseudoinverse"]
+                                                          else 1 / max(kmax, SMALLEST_SUBNORMAL))
+                 + (K + 8) * SMALLEST_SUBNORMAL)
         bounds["final.alpha"] = [ab] * K
     return bounds

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import wrong_alma
 from perceptron_oracle import golden, verify
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import alma as fast
@@ -19,8 +20,6 @@ from perceptron_oracle.properties import alma as inv
 from perceptron_oracle.properties.strategies import sphere
 from perceptron_oracle.reference.alma import alma
 from perceptron_oracle.trace import Trace
-
-import wrong_alma
 
 F = Fraction
 
@@ -108,7 +107,7 @@ def test_corrections_within_theorem3(data, p, alpha):
 def test_margin_reached_is_1_minus_alpha_of_the_optimum(seq, alpha):
     """Unit-norm rational points (x^ = x exactly): after an epoch without a correction the
     2-norm margin is at least (1 - alpha) gamma*, gamma* the exact optimum."""
-    X, y = seq.X[:6], seq.y[:6]
+    y = seq.y[:6]
     assume(len(set(y.tolist())) == 2)
     margin = inv.check_margin_reached(seq.exact[:6], y, alpha=alpha, max_epochs=64)
     assume(margin is not None)

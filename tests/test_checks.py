@@ -9,15 +9,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from perceptron_oracle import properties
-from perceptron_oracle.properties import checks
-from perceptron_oracle.properties import higher_order, perceptron, romma_pumma, second_order
-from perceptron_oracle.properties.romma_pumma import (check_theorem2, optimum_2norm,
-                                                      theorem3_bound)
-
 import fast_protocol
 import wrong_perceptrons
 import wrong_romma_pumma
+from perceptron_oracle import properties
+from perceptron_oracle.properties import (
+    checks,
+    higher_order,
+    perceptron,
+    romma_pumma,
+    second_order,
+)
+from perceptron_oracle.properties.romma_pumma import check_theorem2, optimum_2norm, theorem3_bound
 
 F = Fraction
 

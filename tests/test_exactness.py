@@ -9,9 +9,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from mpmath.ctx_mp_python import _mpf
 
 from perceptron_oracle import golden
+from perceptron_oracle.numbers import is_mpf
 from perceptron_oracle.reference import second_order as sop_ref
 from perceptron_oracle.registry import run
 
@@ -61,7 +61,7 @@ def _leaves(value, path="final"):
 
 def _check_exact(path, value, bits):
     assert not isinstance(value, (bool, float, np.floating)), f"{path} = {value!r} rounded"
-    if isinstance(value, _mpf):  # an mpf of any context
+    if is_mpf(value):  # an mpf of any context
         assert bits is not None, f"{path} = {value!r}: an mpf in a rational algorithm"
         assert value.context.prec == bits, f"{path} at {value.context.prec} bits, not {bits}"
     else:

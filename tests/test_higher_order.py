@@ -1,6 +1,7 @@
-"""HO_p(c) and the p-norm Perceptron: the reference's decisions, the invariants of issue 3
-(item 4) and, for each invariant, a planted wrong implementation it catches
-(``tests/wrong_higher_order.py``).  SPEC.md, "higher_order"."""
+"""HO_p(c) and the p-norm Perceptron: the reference's decisions, the invariants of
+``properties.higher_order`` (SPEC.md, the higher_order chapter, "Invariants checked") and,
+for each invariant, a planted wrong implementation it catches (``tests/wrong_higher_order.py``).
+"""
 
 from __future__ import annotations
 
@@ -11,19 +12,22 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
+import wrong_higher_order as W
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.properties import higher_order as P
-from perceptron_oracle.properties.strategies import (SEQUENCES, higher_order_params,
-                                                     small_integers, sphere)
+from perceptron_oracle.properties.strategies import (
+    SEQUENCES,
+    higher_order_params,
+    small_integers,
+    sphere,
+)
 from perceptron_oracle.reference import higher_order as ho
 from perceptron_oracle.reference._common import exact_data
 from perceptron_oracle.reference.higher_order import final_error_bounds, higher_order
 from perceptron_oracle.reference.perceptron import perceptron
 from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron
 from perceptron_oracle.trace import Trace
-
-import wrong_higher_order as W
 
 # searching for a counterexample: no shrinking (a found example is all the test needs)
 FIND = settings(max_examples=300, database=None, derandomize=True,
@@ -158,13 +162,13 @@ def test_the_dual_recursions_are_the_primal_algorithm(seq, params, epochs):
     rows, labels = exact_data(seq.X, seq.y)
     resolved = ho.resolve_params(params)
     lin = parse_kernel("linear")
-    traces = [ho._run(rows, labels, epochs, lin, resolved, engine=e, record_scores=True)
-              for e in (ho.Primal, ho.Dual, ho.IntDual)]
+    traces = [ho.run_loop(rows, labels, epochs, lin, resolved, engine=e,
+                          record_scores=True) for e in (ho.Primal, ho.Dual, ho.IntDual)]
     for t in traces[1:]:
         assert (t.mistakes, t.final, t.scores, t.fragile) == \
             (traces[0].mistakes, traces[0].final, traces[0].scores, traces[0].fragile)
     poly = parse_kernel("poly:degree=2,coef0=1/2,gamma=1")
-    a, b = (ho._run(rows, labels, epochs, poly, resolved, engine=e, record_scores=True)
+    a, b = (ho.run_loop(rows, labels, epochs, poly, resolved, engine=e, record_scores=True)
             for e in (ho.Dual, ho.IntDual))
     assert (a.mistakes, a.final, a.scores, a.fragile) == (b.mistakes, b.final, b.scores,
                                                           b.fragile)
@@ -267,7 +271,7 @@ def test_every_mutation_is_caught_by_some_test():
 def test_mutants_follow_the_verify_protocol():
     rng = np.random.default_rng(2)
     X, y = rng.uniform(-1, 1, (10, 3)), np.where(rng.uniform(size=10) < .5, 1, -1)
-    for name, mutant in W.MUTANTS.items():
+    for mutant in W.MUTANTS.values():
         for algorithm, params in (("higher_order", {"c": Fraction(1, 2)}),
                                   ("pnorm_perceptron", {"p": 3})):
             trace = mutant(algorithm, X, y, epochs=2, kernel="linear", params=params)

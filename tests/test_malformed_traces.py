@@ -17,7 +17,8 @@ import json
 import pathlib
 import shutil
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

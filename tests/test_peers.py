@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from perceptron_oracle import golden, verify
-from perceptron_oracle.peers import (LIBRARIES, Rules, adapter, diagnose, main, report,
-                                     run_library)
+from perceptron_oracle.peers import LIBRARIES, Rules, adapter, diagnose, main, report, run_library
 
 SLOW = {"perceptron.json:8", "perceptron.json:43", "perceptron.json:44"}
 

@@ -16,8 +16,13 @@ from perceptron_oracle import run
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable as make_separable
 from perceptron_oracle.properties import perceptron as inv
-from perceptron_oracle.properties.strategies import (PARAMS, Sequence, label_noise, separable,
-                                                     small_integers)
+from perceptron_oracle.properties.strategies import (
+    PARAMS,
+    Sequence,
+    label_noise,
+    separable,
+    small_integers,
+)
 from perceptron_oracle.reference.perceptron import perceptron as reference
 from perceptron_oracle.reference.perceptron import predict
 

@@ -19,7 +19,7 @@ from perceptron_oracle.registry import ALGORITHMS, run
 RUNS = [("perceptron", {}), ("higher_order", {}), ("higher_order", {"p": 3}),
         ("pnorm_perceptron", {}), ("pnorm_perceptron", {"p": 3}), ("second_order", {}),
         ("second_order", {"pseudoinverse": True}), ("romma", {}),
-        ("pumma", {"delta": "1/10"}), ("pumma", {"p": 3})]
+        ("pumma", {"delta": "1/10"}), ("pumma", {"p": 3}), ("alma", {}), ("alma", {"p": 3})]
 ROWS = 150
 
 

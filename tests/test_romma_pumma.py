@@ -11,13 +11,12 @@ import pytest
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
+import wrong_romma_pumma as wrong
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.numbers import to_fraction
 from perceptron_oracle.properties import romma_pumma as inv
 from perceptron_oracle.reference.pumma import pumma
 from perceptron_oracle.reference.romma import romma
-
-import wrong_romma_pumma as wrong
 
 F = Fraction
 
@@ -243,7 +242,7 @@ def _caught(mutation, check, sets, **kw):
     return found
 
 
-def _theorem3(X, y, p=2, delta=F(1, 4)):
+def _theorem3(X, y, p=2, delta=Fraction(1, 4)):
     opt = inv.optimum_2norm(X, y)
     u2 = opt[2] if p == 2 else None
     return inv.check_theorem3(X, y, u_norm2=u2, p=p, delta=delta, max_epochs=20)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from perceptron_oracle.reference import alma as alma_ref
 

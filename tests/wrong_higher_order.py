@@ -1,6 +1,6 @@
 """Deliberately wrong Higher-Order Perceptrons, each with one planted bug.
 
-Each mutation runs the reference's loop (``reference.higher_order._run``) with one part
+Each mutation runs the reference's loop (``reference.higher_order.run_loop``) with one part
 replaced: the rho rule, the state holder's update, the mistake test or the sparse test, so it
 can be observed mistake by mistake (``properties.higher_order.observe``) and its trace
 compared (``verify --impl``).  ``wrong(mutation, algorithm, X, y, *, epochs, kernel,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from perceptron_oracle.reference import pumma as pumma_ref
 from perceptron_oracle.reference import romma as romma_ref

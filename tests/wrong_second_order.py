@@ -27,7 +27,7 @@ from typing import Any
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.numbers import format_exact
 from perceptron_oracle.properties.second_order import pseudo_inverse
-from perceptron_oracle.reference.second_order import _inverse, a_k, resolve_params
+from perceptron_oracle.reference.second_order import a_k, exact_inverse, resolve_params
 
 MUTATIONS = {
     "": "none: the correct implementation",
@@ -76,9 +76,9 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
             S = seen + ([] if mutation == "x_not_in_S" else [j])
             G = [[K(r, c) for c in S] for r in S]
             if mutation == "pinv_as_inverse":
-                Gi = _inverse([[g + (Fraction(1, 2**30) if r == c else 0)
-                                for c, g in enumerate(row)] for r, row in enumerate(G)],
-                              Fraction(1))
+                Gi = exact_inverse([[g + (Fraction(1, 2**30) if r == c else 0)
+                                     for c, g in enumerate(row)] for r, row in enumerate(G)],
+                                   Fraction(1))
                 Gi = _rounded(Gi)
             else:
                 Gi = pseudo_inverse(G)
@@ -89,7 +89,7 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
             if Ainv is None or mutation == "adaptive_off_by_one" or p["a_growth"] != "constant":
                 M = [[sum(rows[i][r] * rows[i][c] for i in seen) + (a if r == c else 0)
                       for c in range(n)] for r in range(n)]
-                Ainv = _inverse(M, Fraction(1))
+                Ainv = exact_inverse(M, Fraction(1))
             u = [sum(m * xi for m, xi in zip(row, x)) for row in Ainv]
             v = [sum(labels[i] * rows[i][c] for i in seen) for c in range(n)]
             s = sum(ui * vi for ui, vi in zip(u, v))
@@ -97,8 +97,9 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
             score = s if mutation == "x_not_in_S" else s / (1 + q)
         else:
             if p["a_growth"] != "constant" or mutation == "adaptive_off_by_one":
-                H = _inverse([[K(r, c) + (a if ri == ci else 0) for ci, c in enumerate(seen)]
-                              for ri, r in enumerate(seen)], Fraction(1)) if seen else []
+                H = exact_inverse([[K(r, c) + (a if ri == ci else 0)
+                                    for ci, c in enumerate(seen)]
+                                   for ri, r in enumerate(seen)], Fraction(1)) if seen else []
             b = [K(i, j) for i in seen]
             h = [sum(m * bi for m, bi in zip(row, b)) for row in H]
             s = sum(labels[i] * hi for i, hi in zip(seen, h))
@@ -146,7 +147,7 @@ def _final(rows, labels, mistakes, p, kern, X, y, epochs, kernel) -> dict[str, A
     if kern.is_linear:
         C = [[sum(rows[i][r] * rows[i][c] for i in support) for c in range(n)]
              for r in range(n)]
-        Ci = pseudo_inverse(C) if p["pseudoinverse"] else _inverse(
+        Ci = pseudo_inverse(C) if p["pseudoinverse"] else exact_inverse(
             [[m + (a if r == c else 0) for c, m in enumerate(row)] for r, row in enumerate(C)],
             Fraction(1))
         v = [sum(labels[i] * rows[i][c] for i in support) for c in range(n)]
@@ -159,7 +160,7 @@ def _final(rows, labels, mistakes, p, kern, X, y, epochs, kernel) -> dict[str, A
     else:
         G = [[kern.exact(rows[r], rows[c]) + (a if ri == ci else 0)
               for ci, c in enumerate(support)] for ri, r in enumerate(support)]
-        Gi = _inverse(G, Fraction(1)) if support else []
+        Gi = exact_inverse(G, Fraction(1)) if support else []
         out["alpha"] = [format_exact(sum(m * labels[i] for m, i in zip(row, support)))
                         for row in Gi]
     return out

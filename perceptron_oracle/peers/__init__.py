@@ -20,9 +20,10 @@ import itertools
 import pathlib
 import sys
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..errors import OracleInputError
 
