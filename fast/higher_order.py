@@ -7,15 +7,21 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
 - ``primal`` (p = 2, linear kernel, X dense or CSR): A_k = B_k^T B_k kept explicitly,
   A_k = A - rho a x^T - rho x a^T + rho^2 (x^T a) x x^T with a = A x (item 1), done in place
   as one BLAS ``dsyr2`` on the upper triangle; w_k = A_k v_k by ``dsymv``.  O(n^2) per
-  mistake.
+  mistake.  With numba installed, runs of at least ``COMPILED_MIN_TRIALS`` trials (dense X,
+  no recorded scores, not a shadow run) take a compiled per-trial loop making the same BLAS
+  calls through scipy's ``cython_blas`` (``ENGINE``: "auto", "numpy", "numba").
 - ``dual`` (p = 2, any kernel): A_k = I + X_k D_k X_k^T, w_k = X_k g_k with g_k = y_k + D_k h_k,
-  h_k = X_k^T X_k y_k, D_k grown by the row/column -rho b, d_kk = rho^2 c^T b - 2 rho +
-  rho^2 k(x, x) (item 2, derived for non-unit x).  D is stored only over the mistakes with
-  rho > 0, so a mistake with rho = 0 adds nothing to D.  Kernel rows k(x_s, X) are computed
-  once per support example; with the linear kernel the form keeps w = X_S^T G instead.
+  h_k = X_k^T X_k y_k, D_k (packed, ``Packed``) grown by the row/column -rho b,
+  d_kk = rho^2 c^T b - 2 rho + rho^2 k(x, x) (item 2, derived for non-unit x).  D is
+  stored only over the mistakes with rho > 0, so a mistake with rho = 0 adds nothing to D.
+  Kernel rows k(x_s, X) are computed once per support example; with the linear kernel the
+  form keeps w = X_S^T G instead.
 - ``implicit`` (any p >= 2, linear kernel, X dense or CSR): B_k = F_1 ... F_k with
   F_i = I - rho_i x_i g(x_i)^T never formed; w_k = B_k^T g(B_k v_k) unwrapped through the
-  stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.
+  stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.  At p = 2,
+  when every factor contracts (rho ||x||^2 <= 1), the form replays its factors into the
+  primal A_k once 4 k_+ >= n (or from the start under the compiled engine, n <= 1000) and
+  goes on as the primal form.
 
 The derivations are in SPEC.md (HO section, "fast forms").
 """
@@ -35,7 +41,7 @@ from ..kernels import Kernel, parse_kernel
 from ..reference._common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
-from ._driver import run_blocks
+from ._driver import DriverResult, FloatRangeError, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
 
@@ -102,6 +108,193 @@ class OneBlasThread:
             put(threads)
 
 
+# -- the compiled per-trial engine (numba, optional) -------------------------------------------
+#: "auto" (numba when it is installed and the run is long enough), "numpy" or "numba".  Tests
+#: set it to force a path; the forms' signatures stay the reference's.
+ENGINE = "auto"
+#: "auto" compiles only for runs of at least this many trials (epochs x T): the first call in a
+#: process pays the JIT (about half a second per kernel), which a short run does not recover.
+COMPILED_MIN_TRIALS = 5000
+_COMPILED: dict[str, Any] | None = None
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
+    """Whether a run takes the compiled per-trial loop.  Shadow runs (``forced_updates``),
+    recorded scores and CSR input keep the numpy path."""
+    from ._driver import _FORCED
+    if engine not in ("auto", "numpy", "numba"):
+        raise ParamError(f"engine: one of auto, numpy, numba (got {engine!r})")
+    if engine == "numba" and not numba_available():
+        raise ParamError("engine numba: numba is not installed (pip install numba)")
+    if engine == "numpy" or record or not dense or _FORCED.get() is not None:
+        return False
+    if engine == "numba":
+        return True
+    return trials >= COMPILED_MIN_TRIALS and numba_available()
+
+
+def compiled() -> dict[str, Any]:
+    """The numba kernels, built at first use.  Level-2 BLAS (dsymv, dsyr, dsyr2, dspmv,
+    dspr) is called through scipy's ``cython_blas`` function pointers, on the same
+    column-major upper-triangle storage as the numpy path's ``scipy.linalg.blas`` calls."""
+    global _COMPILED
+    if _COMPILED is None:
+        _COMPILED = _build_kernels()
+    return _COMPILED
+
+
+def blas_pointers() -> dict[str, Any]:
+    """ctypes views of scipy's ``cython_blas`` level-2 routines (Fortran interface: every
+    argument by pointer), callable from numba-compiled code."""
+    import ctypes
+
+    from numba.extending import get_cython_function_address
+    nargs = {"dsymv": 10, "dsyr": 7, "dsyr2": 9, "dspmv": 9, "dspr": 6}
+    return {name: ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * count)(
+        get_cython_function_address("scipy.linalg.cython_blas", name))
+        for name, count in nargs.items()}
+
+
+def run_compiled(model: Any, T: int, epochs: int) -> DriverResult:
+    """Run a model's compiled loop (``model.compiled_step(t, end)`` -> (next trial, the
+    update trials it made, whether the score at the next trial was not finite)) over all
+    trials; every mistake of these forms is an update.  A score that is not finite stops
+    the run with the driver's ``FloatRangeError``."""
+    end = T * epochs
+    t = 0
+    done: list[np.ndarray] = []
+    while t < end:
+        t, trials, bad = model.compiled_step(t, end)
+        done.append(trials)
+        if bad:
+            j = t % T
+            score = float(np.asarray(model.scores(j, j + 1)).ravel()[0])
+            raise FloatRangeError(
+                f"trial {t} (example {j}): the float64 state overflowed (a score of "
+                f"{score}); the data's scale is beyond float64 for this algorithm: "
+                "normalise the instances (--normalize 2, or preprocessing.normalize)")
+    updates = np.concatenate(done).tolist() if done else []
+    return DriverResult(mistakes=updates, updates=list(updates))
+
+
+def _build_kernels() -> dict[str, Any]:
+    import numba
+
+    ptr = blas_pointers()
+    dsymv, dsyr2 = ptr["dsymv"], ptr["dsyr2"]
+
+    @numba.njit(nogil=True)
+    def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos):  # type: ignore[no-untyped-def]
+        """Trials t .. t_end-1 of HO_2 primal (section 10.9.1), stopping after ``limit``
+        mistakes.  Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
+        T, n = X.shape
+        ints = np.array([n, 1, A.shape[0]], dtype=np.int32)     # n, inc, lda
+        scal = np.zeros(2)                                        # alpha, beta
+        uplo = np.array([85], dtype=np.uint8)                     # 'U'
+        count = 0
+        while t < t_end:
+            j = t % T
+            x = X[j]
+            s = np.dot(x, w)
+            if not np.isfinite(s):
+                return t, count, 1
+            label = y[j]
+            if label * s <= 0.0:
+                out[count] = t
+                k += 1
+                vx = np.dot(v, x)
+                if sparse and label * vx < 0:
+                    rho = 0.0
+                elif mode == 0:
+                    rho = c / k
+                elif mode == 1:
+                    rho = (1.0 - c) / (1.0 + abs(vx))
+                else:
+                    rho = c
+                rhos[count] = rho
+                count += 1
+                for i in range(n):
+                    v[i] += label * x[i]
+                if rho != 0.0:
+                    scal[0] = 1.0
+                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, A.ctypes, ints[2:].ctypes,
+                          x.ctypes, ints[1:].ctypes, scal[1:].ctypes, a.ctypes,
+                          ints[1:].ctypes)
+                    half = 0.5 * rho * np.dot(x, a)
+                    for i in range(n):
+                        a[i] -= half * x[i]
+                    scal[0] = -rho
+                    dsyr2(uplo.ctypes, ints.ctypes, scal.ctypes, x.ctypes, ints[1:].ctypes,
+                          a.ctypes, ints[1:].ctypes, A.ctypes, ints[2:].ctypes)
+                scal[0] = 1.0
+                dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, A.ctypes, ints[2:].ctypes,
+                      v.ctypes, ints[1:].ctypes, scal[1:].ctypes, w.ctypes, ints[1:].ctypes)
+                if count == limit:
+                    return t + 1, count, 0
+            t += 1
+        return t, count, 0
+
+    return {"ho_primal": ho_primal}
+
+
+class Packed:
+    """A symmetric k x k matrix as its upper triangle packed by columns (BLAS ``dspmv`` /
+    ``dspr`` storage: entry (i, j), i <= j, at i + j (j + 1) / 2), in a buffer whose
+    capacity doubles when full.  Bordering (one more row and column) appends k + 1 entries;
+    nothing k x k is allocated per mistake."""
+
+    def __init__(self) -> None:
+        self.data = np.zeros(16 * 17 // 2)
+        self.k = 0
+
+    @property
+    def used(self) -> np.ndarray:
+        return self.data[:self.k * (self.k + 1) // 2]
+
+    def border(self, column: np.ndarray, corner: float) -> None:
+        k = self.k
+        need = (k + 1) * (k + 2) // 2
+        if need > self.data.shape[0]:
+            cap = 2 * (k + 1)
+            bigger = np.zeros(cap * (cap + 1) // 2)
+            bigger[:k * (k + 1) // 2] = self.used
+            self.data = bigger
+        base = k * (k + 1) // 2
+        self.data[base:base + k] = column
+        self.data[base + k] = corner
+        self.k = k + 1
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        if self.k == 0:
+            return np.zeros(0)
+        return blas.dspmv(self.k, 1.0, self.data, x)
+
+    def rank_one(self, alpha: float, x: np.ndarray) -> None:
+        """M += alpha x x^T, in place."""
+        if self.k:
+            blas.dspr(self.k, alpha, x, self.data, overwrite_ap=1)
+
+    def full(self) -> np.ndarray:
+        out = np.zeros((self.k, self.k))
+        rows, cols = np.triu_indices(self.k)
+        order = np.lexsort((rows, cols))          # column by column, as packed
+        out[rows[order], cols[order]] = self.used
+        return np.triu(out) + np.triu(out, 1).T
+
+    def set_full(self, M: np.ndarray) -> None:
+        rows, cols = np.triu_indices(self.k)
+        order = np.lexsort((rows, cols))
+        self.data[:self.k * (self.k + 1) // 2] = M[rows[order], cols[order]]
+
+
 class _Rule:
     """rho_k as the reference defines it (SPEC.md): ``c/k``, ``theorem1`` or ``constant``;
     the sparse variant sets rho_k = 0 on a mistake with y v_{k-1}.x < 0."""
@@ -162,8 +355,42 @@ class _Model:
         return s
 
 
+def _primal_update(A: np.ndarray, x: np.ndarray, rho: float) -> None:
+    """A <- (I - rho x x^T) A (I - rho x x^T) in place (section 10.9.1): one dsymv, one dsyr2
+    on the upper triangle of the Fortran-ordered A."""
+    a = blas.dsymv(1.0, A, x)                      # a = A_{k-1} x
+    a -= (0.5 * rho * float(x @ a)) * x            # a' = a - rho (x.a)/2 x
+    blas.dsyr2(-rho, x, a, a=A, overwrite_a=1)     # A -= rho (a' x^T + x a'^T)
+
+
+_MODES = {"c/k": 0, "theorem1": 1, "constant": 2}
+_OUT = 4096   # mistakes per compiled call (the buffer the loop records them in)
+
+
+def _compiled_primal_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+    """The compiled loop on a model's A (primal representation), v, w, k and rho rule."""
+    if not hasattr(model, "_buffers"):
+        model._buffers = (np.ascontiguousarray(model.X, dtype=np.float64),
+                          np.ascontiguousarray(model.y, dtype=np.float64),
+                          np.zeros(_OUT, dtype=np.int64), np.zeros(_OUT),
+                          np.zeros(model.A.shape[0]))
+        model.v, model.w = np.array(model.v), np.array(model.w)
+    X, y, out, rhos, scratch = model._buffers
+    t, count, bad = compiled()["ho_primal"](
+        X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
+        model.rule.sparse, model.A, model.v, model.w, scratch, out, rhos)
+    made = rhos[:count]
+    model.k += count
+    model.rhos.extend(made.tolist())
+    model.d_updates += int(np.count_nonzero(made))
+    return t, out[:count].copy(), bool(bad)
+
+
 class _Primal(_Model):
-    """A_k (upper triangle, Fortran order for in-place BLAS), v_k and w_k = A_k v_k."""
+    """A_k (upper triangle, Fortran order for in-place BLAS), v_k and w_k = A_k v_k.
+
+    Compiled engine: the per-trial loop (``compiled()["ho_primal"]``) makes the same BLAS
+    calls on the same arrays, a mistake at a time, with no Python between trials."""
 
     def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
         super().__init__(X, y, params, kernel)
@@ -180,10 +407,11 @@ class _Primal(_Model):
         rho = self.next_rho(float(self.v @ x), label)
         self.v += label * x
         if rho != 0.0:
-            a = blas.dsymv(1.0, self.A, x)                  # a = A_{k-1} x
-            a -= (0.5 * rho * float(x @ a)) * x             # a' = a - rho (x.a)/2 x
-            blas.dsyr2(-rho, x, a, a=self.A, overwrite_a=1)  # A -= rho (a' x^T + x a'^T)
+            _primal_update(self.A, x, rho)
         self.w = blas.dsymv(1.0, self.A, self.v)
+
+    def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+        return _compiled_primal_step(self, t, end)
 
     def matrix(self) -> np.ndarray:
         """A_k as a full symmetric matrix (the run keeps its upper triangle only)."""
@@ -215,7 +443,7 @@ class _Dual(_Model):
         self.g = np.zeros(cap)                       # g_k = y_k + D_k h_k
         self.plus = np.zeros(cap, dtype=np.int64)    # the mistakes with rho > 0
         self.kp = 0
-        self.D = np.zeros((cap, cap))                # D_+ (k_+ x k_+, symmetric)
+        self.D = Packed()                            # D_+ (k_+ x k_+, symmetric, packed)
         self.G = np.zeros(cap)                       # sum of g_i over each support example
         self.d_work = 0                              # multiply-adds spent on D (tests)
         self.linear = kernel.is_linear
@@ -269,14 +497,6 @@ class _Dual(_Model):
             new[:cap] = old
             setattr(self, name, new)
 
-    def _grow_d(self) -> None:
-        cap = self.D.shape[0]
-        if self.kp < cap:
-            return
-        new = np.zeros((2 * cap, 2 * cap))
-        new[:cap, :cap] = self.D
-        self.D = new
-
     def _add_support(self, j: int) -> None:
         S = len(self.support)
         self.slot[j] = S
@@ -310,17 +530,13 @@ class _Dual(_Model):
         g_new = float(label)
         if kp:
             cp = c[idx]
-            b = self.D[:kp, :kp] @ cp                # b_k = D_{k-1} X_{k-1}^T x
+            b = self.D.matvec(cp)                    # b_k = D_{k-1} X_{k-1}^T x (dspmv)
             self.d_work += kp * kp
             self.g[idx] += b * (label - rho * h_kk)  # (D_k h_k)_i for the earlier mistakes
             g_new -= rho * float(b @ self.h[idx])
         if rho != 0.0:
-            self._grow_d()
             d_kk = (rho * rho * float(cp @ b) if kp else 0.0) - 2.0 * rho + rho * rho * kxx
-            if kp:
-                self.D[:kp, kp] = -rho * b
-                self.D[kp, :kp] = -rho * b
-            self.D[kp, kp] = d_kk
+            self.D.border(-rho * b if kp else np.zeros(0), d_kk)   # one column appended
             g_new += d_kk * h_kk
             self.plus[kp] = k
             self.kp = kp + 1
@@ -343,7 +559,7 @@ class _Dual(_Model):
         """D_k over all k mistakes (zero rows/columns for the mistakes with rho = 0)."""
         full = np.zeros((self.k, self.k))
         idx = self.plus[:self.kp]
-        full[np.ix_(idx, idx)] = self.D[:self.kp, :self.kp]
+        full[np.ix_(idx, idx)] = self.D.full()
         return full
 
     def g_vector(self) -> np.ndarray:
@@ -351,7 +567,7 @@ class _Dual(_Model):
         g = self.my[:self.k].copy()
         if self.kp:
             idx = self.plus[:self.kp]
-            g[idx] += self.D[:self.kp, :self.kp] @ self.h[idx]
+            g[idx] += self.D.matvec(self.h[idx])
         return g
 
 
@@ -374,6 +590,12 @@ class _Implicit(_Model):
 
     CHUNK = 32
     GROWTH = 1.0
+    #: p = 2: the primal representation A_k = B_k^T B_k takes over once SWITCH k_+ >= n (the
+    #: implicit cost O(n k_+) per mistake then exceeds the primal's O(n^2) BLAS passes).
+    SWITCH = 4
+    #: p = 2 with the compiled engine: up to this n the primal representation runs from the
+    #: first trial.
+    COMPILED_PRIMAL_MAX_N = 1000
 
     def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
         super().__init__(X, y, params, kernel)
@@ -388,6 +610,23 @@ class _Implicit(_Model):
         self.R: list[np.ndarray] = []         # R_c of each chunk (CHUNK x CHUNK, used part)
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # views, per chunk
         self.open = False                     # may the last chunk take another factor?
+        self.A: np.ndarray | None = None      # p = 2 after the switch: A_k (as _Primal's)
+        self.may_switch = self.p == 2.0 and self._all_contracting()
+
+    def _all_contracting(self) -> bool:
+        """Every factor of the run will be a contraction along its x (rho ||x||^2 <= 1, from
+        the largest rho the rule can give and the longest instance): only then does the p = 2
+        switch to the explicit A_k keep the implicit form's accuracy (a test measures it on
+        non-contracting data, where the form stays implicit)."""
+        c = self.rule.c
+        rho_max = 1.0 - c if self.rule.mode == "theorem1" else c
+        if self.X.shape[0] == 0:
+            return True
+        if sp.issparse(self.X):
+            longest = float(self.X.multiply(self.X).sum(axis=1).max())
+        else:
+            longest = float(np.einsum("ij,ij->i", self.X, self.X).max())
+        return rho_max * longest <= 1.0
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         return self.block_scores(start, stop, self.w)
@@ -443,9 +682,33 @@ class _Implicit(_Model):
         x, label = _dense_row(self.X, j).copy(), int(self.y[j])
         rho = self.next_rho(float(self.v @ x), label)
         self.v += label * x
+        if self.A is not None:                         # p = 2, primal representation
+            if rho != 0.0:
+                _primal_update(self.A, x, rho)
+            self.w = blas.dsymv(1.0, self.A, self.v)
+            return
         if rho != 0.0:
             self._add_factor(rho, x)
+            if self.may_switch and self.SWITCH * len(self.frho) >= self.X.shape[1]:
+                self.to_primal()
+                self.w = blas.dsymv(1.0, self.A, self.v)
+                return
         self.w = self.apply_bt(pnorm_gradient(self.apply_b(self.v), self.p))
+
+    def to_primal(self) -> None:
+        """p = 2: B_k^T g(B_k v) = A_k v with A_k = B_k^T B_k; form A_k by replaying the
+        factors as the primal form's updates (the same BLAS calls in the same order, so the
+        same A_k) and drop them."""
+        self.A = np.asfortranarray(np.eye(self.X.shape[1]))
+        for i, rho in enumerate(self.frho):
+            _primal_update(self.A, self.fx[i], rho)
+        self.fx = self.fg = np.zeros((0, self.X.shape[1]))
+        self.frho, self.starts, self.R, self.chunks = [], [], [], []
+
+    def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+        if self.A is None:
+            self.to_primal()
+        return _compiled_primal_step(self, t, end)
 
 
 def _contracting(rho: float, gx: np.ndarray, x: np.ndarray) -> bool:
@@ -469,8 +732,14 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     X, y = validate(X, y, check_finite=True)
     epochs = check_epochs(epochs)
     model = FORMS[form](X, y, params, kern)
+    fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch
+                                and X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N)
     with OneBlasThread():
-        result = run_blocks(model, y, epochs, record_scores)
+        if fast and use_compiled(ENGINE, y.shape[0] * epochs, not sp.issparse(X),
+                                 record_scores):
+            result = run_compiled(model, y.shape[0], epochs)
+        else:
+            result = run_blocks(model, y, epochs, record_scores)
     trace = Trace(algorithm="higher_order", form=form, kernel=kern.spec, params=params,
                   n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
                   updates=result.updates, final=_final(model, form),

@@ -6,14 +6,18 @@ block-ahead driver.  The state changes only at a mistake, and the decision is th
 s = x^T A^{-1} v (A = a_k I + X X^T; the score s / (1 + x^T A^{-1} x) has the same sign), so a
 block of trials is decided by one product; the recorded score is the paper's w_t . x_t.
 
-- ``primal`` (linear kernel): A^{-1} (n x n) by Sherman-Morrison rank-one updates (in
-  place, numpy; see ``_Primal`` on BLAS threads), u = A^{-1} v; a block is X[block] @ u.
-- ``dual`` (any kernel; Theorem 3.3): H = (a_k I + G)^{-1} over the mistakes grown by a
-  bordered update, the kernel row of each mistake against X (one row per mistake);
-  a block is (H y)^T K[mistakes, block].
-- Drift: every ``DRIFT_EVERY`` updates a residual ||(A)(A^{-1} p) - p|| with a fixed probe p;
-  above ``DRIFT_TOL`` the inverse is recomputed from A (Cholesky).  The adaptive a_k
-  recomputes it at every mistake (a changes).
+- ``primal`` (linear kernel): A^{-1} (n x n, upper triangle) by Sherman-Morrison rank-one
+  updates in place (dsymv, dsyr, dsymv; ``_Primal``), u = A^{-1} v; a block is
+  X[block] @ u.  With numba installed, runs of at least
+  ``fast.higher_order.COMPILED_MIN_TRIALS`` trials (dense X, no recorded scores, not a
+  shadow run) take a compiled per-trial loop making the same BLAS calls (``ENGINE``).
+- ``dual`` (any kernel; Theorem 3.3): H = (a_k I + G)^{-1} over the mistakes, packed and
+  grown by a bordered update in place, the kernel row of each mistake against X (one row per
+  mistake); a block is (H y)^T K[mistakes, block].
+- Drift: every ``DRIFT_EVERY`` updates a residual max|A^{-1} (A p) - p| with a fixed probe
+  p, A p kept as the mistakes arrive (O(n) / O(k) each); above ``DRIFT_TOL`` the inverse is
+  recomputed from A (Cholesky).  The adaptive a_k recomputes it at every mistake (a
+  changes).
 - ``pseudoinverse=true`` (both forms): a basis of span(X) among the mistakes, G_B^{-1} and
   Bm^{-1} (SPEC.md); x is inside span(X) iff its squared distance is at most
   ``PINV_RANK_TOL`` k(x, x).
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.linalg import blas
 
 from ..data import validate
 from ..errors import ParamError
@@ -34,9 +39,13 @@ from ..reference._common import check_epochs
 from ..reference.second_order import PINV_RANK_TOL, a_k, resolve_params
 from ..trace import Trace
 from ._driver import run_blocks
+from .higher_order import OneBlasThread, Packed, blas_pointers, run_compiled, use_compiled
 
 DRIFT_EVERY = 32
 DRIFT_TOL = 1e-9
+#: The primal form's engine: "auto" (the compiled loop when numba is installed and the run
+#: has at least ``fast.higher_order.COMPILED_MIN_TRIALS`` trials), "numpy" or "numba".
+ENGINE = "auto"
 
 
 def _dense_row(X: Any, j: int) -> np.ndarray:
@@ -44,31 +53,47 @@ def _dense_row(X: Any, j: int) -> np.ndarray:
 
 
 class _Primal:
-    """A^{-1} = (a_k I + X X^T)^{-1} (n x n, full), u = A^{-1} v.
+    """A^{-1} = (a_k I + X X^T)^{-1} (n x n, upper triangle, Fortran order), u = A^{-1} v.
 
-    The rank-one update is a numpy outer product rather than BLAS ``dsyr``: under CPU
-    contention a multi-threaded BLAS level-2 call costs milliseconds (measured: 5.7 ms for
-    dsyr at n = 100 against 0.2 ms for the ufunc route), and the block products dominate
-    anyway.  C = X X^T is formed from the mistakes only for a drift check or a refactor."""
+    A mistake costs the three level-2 BLAS calls of Sherman-Morrison, in place on the upper
+    triangle (``scipy.linalg.blas`` inside ``OneBlasThread``: one OpenBLAS thread, see
+    ``fast.higher_order``): z = A^{-1} x (dsymv), A^{-1} -= z z^T / (1 + x.z) (dsyr),
+    u = A^{-1} v (dsymv, recomputed rather than updated, so u carries no drift of its own).
+    No n x n temporary.  For the drift check the form keeps C p (C = X X^T over the
+    mistakes, p a fixed probe) by C p += x (x.p), O(n) per mistake, so the residual
+    A^{-1} (a p + C p) - p costs one dsymv; C itself is formed only for a refactor (and, for
+    the adaptive a_k, kept by one more dsyr per mistake since every mistake refactors).
+    The compiled engine (``fast.higher_order.ENGINE``) runs the same calls per trial."""
 
     def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], record: bool):
         self.X, self.y, self.p, self.record = X, y, p, record
         n = X.shape[1]
         self.k = 1
         self.a = float(a_k(p, 1))
-        self.Ainv = np.eye(n) / self.a
+        self.adaptive = p["a_growth"] != "constant"
+        self.Ainv = np.asfortranarray(np.eye(n) / self.a)
+        self.C = np.asfortranarray(np.zeros((n, n))) if self.adaptive else None
         self.v = np.zeros(n)
         self.u = np.zeros(n)
         self.support: list[int] = []
         self.probe = np.cos(np.arange(n) + 1.0)
+        self.Cp = np.zeros(n)
         self.refactors = 0
+        self._full: np.ndarray | None = None
+
+    def full_inverse(self) -> np.ndarray:
+        """A^{-1} as a full symmetric matrix (the run keeps its upper triangle)."""
+        if self._full is None:
+            upper = np.triu(self.Ainv)
+            self._full = upper + np.triu(self.Ainv, 1).T
+        return self._full
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         Xb = self.X[start:stop]
         s = np.asarray(Xb @ self.u).ravel()
         if not self.record:
             return s
-        Z = np.asarray(Xb @ self.Ainv)
+        Z = np.asarray(Xb @ self.full_inverse())
         Xd = Xb.toarray() if sp.issparse(Xb) else Xb
         q = np.einsum("ij,ij->i", Z, Xd)
         return s / (1.0 + q)
@@ -78,39 +103,133 @@ class _Primal:
 
     def update(self, j: int) -> None:
         x = _dense_row(self.X, j)
-        z = self.Ainv @ x                                   # A^{-1} x
+        z = blas.dsymv(1.0, self.Ainv, x)                       # A^{-1} x
         q = float(x @ z)
-        self.Ainv -= np.outer(z, z * (1.0 / (1.0 + q)))     # Sherman-Morrison
+        blas.dsyr(-1.0 / (1.0 + q), z, a=self.Ainv, overwrite_a=1)   # Sherman-Morrison
         self.v += self.y[j] * x
+        self.Cp += float(x @ self.probe) * x
+        if self.C is not None:
+            blas.dsyr(1.0, x, a=self.C, overwrite_a=1)
         self.support.append(j)
-        self.k += 1
+        self._after(1)
+
+    def _after(self, made: int) -> None:
+        """Bookkeeping after ``made`` mistakes: a_k, the drift check, u."""
+        self._full = None
+        before = self.k
+        self.k += made
         new_a = float(a_k(self.p, self.k))
         if new_a != self.a:
             self.a = new_a
             self._refactor()
-        elif self.k % DRIFT_EVERY == 0 and self._drift() > DRIFT_TOL:
+        elif self.k // DRIFT_EVERY > before // DRIFT_EVERY and self._drift() > DRIFT_TOL:
             self._refactor()
-        self.u = self.Ainv @ self.v
+        self.u = blas.dsymv(1.0, self.Ainv, self.v)
 
     def _A(self) -> np.ndarray:
-        Xm = self.X[self.support]
-        Xm = Xm.toarray() if sp.issparse(Xm) else Xm
-        return Xm.T @ Xm + self.a * np.eye(self.X.shape[1])
+        if self.C is not None:
+            C = np.triu(self.C) + np.triu(self.C, 1).T
+        else:
+            Xm = self.X[self.support]
+            Xm = Xm.toarray() if sp.issparse(Xm) else Xm
+            C = Xm.T @ Xm
+        return C + self.a * np.eye(self.X.shape[1])
 
     def _drift(self) -> float:
-        """max |A (A^{-1} p) - p| / max |p|: how far the kept inverse has drifted."""
-        r = self._A() @ (self.Ainv @ self.probe) - self.probe
+        """max |A^{-1} (A p) - p| / max |p|: how far the kept inverse has drifted (A p =
+        a p + C p, C p kept as the mistakes arrive)."""
+        r = blas.dsymv(1.0, self.Ainv, self.a * self.probe + self.Cp) - self.probe
         return float(np.max(np.abs(r)) / np.max(np.abs(self.probe)))
 
     def _refactor(self) -> None:
         A = self._A()
-        self.Ainv = sla.cho_solve(sla.cho_factor(A), np.eye(A.shape[0]))
-        self.Ainv = 0.5 * (self.Ainv + self.Ainv.T)
+        inv = sla.cho_solve(sla.cho_factor(A), np.eye(A.shape[0]))
+        self.Ainv = np.asfortranarray(0.5 * (inv + inv.T))
+        self.Cp = A @ self.probe - self.a * self.probe
+        self._full = None
         self.refactors += 1
 
+    def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+        """Trials t .. up to the next drift check in the compiled loop."""
+        if not hasattr(self, "_buffers"):
+            self._buffers = (np.ascontiguousarray(self.X, dtype=np.float64),
+                             np.ascontiguousarray(self.y, dtype=np.float64),
+                             np.zeros(DRIFT_EVERY, dtype=np.int64), np.zeros(self.v.shape[0]))
+            self.u = np.array(self.u)
+        X, y, out, z = self._buffers
+        limit = DRIFT_EVERY - (self.k % DRIFT_EVERY) if not self.adaptive else 1
+        u = np.array(self.u)
+        t, count, bad = _kernels()["sop_primal"](X, y, t, end, limit, self.Ainv, self.v, u,
+                                                 z, self.probe, self.Cp, out)
+        self.u = u
+        trials = out[:count].copy()
+        if count:
+            T = X.shape[0]
+            self.support.extend((trials % T).tolist())
+            if self.C is not None:
+                for m in trials:
+                    blas.dsyr(1.0, X[m % T], a=self.C, overwrite_a=1)
+            self._after(count)
+        return t, trials, bool(bad)
+
     def final(self, support: list[int]) -> dict[str, Any]:
-        return {"support": support, "w": (self.Ainv @ self.v).tolist(),
+        return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v).tolist(),
                 "v": self.v.tolist()}
+
+
+_KERNELS: dict[str, Any] | None = None
+
+
+def _kernels() -> dict[str, Any]:
+    """The numba loop of the primal form (built at first use; BLAS through
+    ``fast.higher_order.blas_pointers``)."""
+    global _KERNELS
+    if _KERNELS is None:
+        import numba
+
+        ptr = blas_pointers()
+        dsymv, dsyr = ptr["dsymv"], ptr["dsyr"]
+
+        @numba.njit(nogil=True)
+        def sop_primal(X, y, t, t_end, limit, Ainv, v, u, z, probe, Cp, out):  # type: ignore[no-untyped-def]
+            """Trials t .. t_end-1, stopping after ``limit`` mistakes: score x.u, and at a
+            mistake the primal update (dsymv, dsyr, v, C p, dsymv).  Returns (next trial,
+            mistakes, 1 if a score was not finite)."""
+            T, n = X.shape
+            ints = np.array([n, 1, Ainv.shape[0]], dtype=np.int32)  # n, inc, lda
+            scal = np.array([1.0, 0.0, 0.0])                          # 1, beta = 0, alpha
+            uplo = np.array([85], dtype=np.uint8)                     # 'U'
+            count = 0
+            while t < t_end:
+                j = t % T
+                x = X[j]
+                s = np.dot(x, u)
+                if not np.isfinite(s):
+                    return t, count, 1
+                label = y[j]
+                if label * s <= 0.0:
+                    out[count] = t
+                    count += 1
+                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, Ainv.ctypes,
+                          ints[2:].ctypes, x.ctypes, ints[1:].ctypes, scal[1:].ctypes,
+                          z.ctypes, ints[1:].ctypes)
+                    scal[2] = -1.0 / (1.0 + np.dot(x, z))
+                    dsyr(uplo.ctypes, ints.ctypes, scal[2:].ctypes, z.ctypes,
+                         ints[1:].ctypes, Ainv.ctypes, ints[2:].ctypes)
+                    xp = np.dot(x, probe)
+                    for i in range(n):
+                        v[i] += label * x[i]
+                        Cp[i] += xp * x[i]
+                    if count == limit:
+                        return t + 1, count, 0
+                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, Ainv.ctypes,
+                          ints[2:].ctypes, v.ctypes, ints[1:].ctypes, scal[1:].ctypes,
+                          u.ctypes, ints[1:].ctypes)
+                t += 1
+            return t, count, 0
+
+        _KERNELS = {"sop_primal": sop_primal}
+    return _KERNELS
 
 
 class _Grow:
@@ -154,27 +273,39 @@ class _Rows:
 
 
 class _Dual:
-    """Theorem 3.3: H = (a_k I + G)^{-1} over the mistakes, bordered per mistake."""
+    """Theorem 3.3: H = (a_k I + G)^{-1} over the mistakes, bordered per mistake.
+
+    H is packed (``fast.higher_order.Packed``): a mistake costs h = H b (dspmv),
+    H += h h^T / delta (dspr, in place) and the appended column (-h / delta; 1 / delta),
+    O(k^2) with no k x k temporary;
+    the coefficients H y are updated with it (O(k)) and recomputed at every drift check.  G
+    is not stored: the drift check keeps G p for a fixed probe p (bordering adds b_i p_k to
+    entry i and b.p + c p_k as entry k, O(k)), so the residual H (a p + G p) - p costs one
+    dspmv every DRIFT_EVERY mistakes; a refactor gathers G from the kernel rows."""
 
     def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel,
                  record: bool):
         self.X, self.y, self.p, self.record = X, y, p, record
         self.kdiag = kernel.diagonal(X)
         self.rows = _Rows(X, kernel)
-        self.H, self.G = _Grow(), _Grow()
-        self.labels: list[float] = []
+        self.H = Packed()
+        self.labels = np.zeros(16)
+        self.Gp = np.zeros(16)
         self.support: list[int] = []
         self.coef = np.zeros(0)
         self.k = 1
         self.a = float(a_k(p, 1))
         self.refactors = 0
 
+    def _probe(self, k: int) -> np.ndarray:
+        return np.cos(np.arange(k) + 1.0)
+
     def scores(self, start: int, stop: int) -> np.ndarray:
         Kb = self.rows.block(start, stop)
         s = self.coef @ Kb
         if not self.record:
             return s
-        bhb = np.einsum("ij,ij->j", Kb, self.H.view @ Kb)
+        bhb = np.einsum("ij,ij->j", Kb, self.H.full() @ Kb)
         return self.a * s / (self.a + self.kdiag[start:stop] - bhb)
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
@@ -183,43 +314,53 @@ class _Dual:
     def update(self, j: int) -> None:
         k = self.H.k
         b = self.rows.data[:k, j].copy()
-        c = self.kdiag[j]
-        h = self.H.view @ b
-        delta = self.a + c - b @ h
+        c = float(self.kdiag[j])
+        h = self.H.matvec(b)
+        delta = self.a + c - float(b @ h)
+        label = float(self.y[j])
+        hy = float(h @ self.labels[:k])
         self.rows.add(j)
         self.support.append(j)
-        self.labels.append(float(self.y[j]))
-        self.H.grow()
-        self.G.grow()
-        H, G = self.H.data, self.G.data
-        H[:k, :k] += np.outer(h, h) / delta
-        H[:k, k] = H[k, :k] = -h / delta
-        H[k, k] = 1.0 / delta
-        G[:k, k] = G[k, :k] = b
-        G[k, k] = c
+        self.H.rank_one(1.0 / delta, h)
+        self.H.border(-h / delta, 1.0 / delta)
+        if k + 1 > self.labels.shape[0]:
+            self.labels = np.concatenate([self.labels, np.zeros_like(self.labels)])
+            self.Gp = np.concatenate([self.Gp, np.zeros_like(self.Gp)])
+        self.labels[k] = label
+        pk = float(np.cos(k + 1.0))
+        self.Gp[k] = float(b @ self._probe(k)) + c * pk
+        self.Gp[:k] += pk * b
+        # H y after the border: [coef + h (h.y - y_k) / delta ; (y_k - h.y) / delta]
+        step = (hy - label) / delta
+        self.coef = np.concatenate([self.coef + step * h, [-step]])
         self.k += 1
         new_a = float(a_k(self.p, self.k))
         if new_a != self.a:
             self.a = new_a
             self._refactor()
-        elif self.k % DRIFT_EVERY == 0 and self._drift() > DRIFT_TOL:
-            self._refactor()
-        self.coef = self.H.view @ np.asarray(self.labels)
+        elif self.k % DRIFT_EVERY == 0:
+            if self._drift() > DRIFT_TOL:
+                self._refactor()
+            self.coef = self.H.matvec(self.labels[:self.H.k])
 
     def _drift(self) -> float:
-        probe = np.cos(np.arange(self.H.k) + 1.0)
-        r = (self.G.view + self.a * np.eye(self.H.k)) @ (self.H.view @ probe) - probe
+        k = self.H.k
+        probe = self._probe(k)
+        r = self.H.matvec(self.a * probe + self.Gp[:k]) - probe
         return float(np.max(np.abs(r)))
 
     def _refactor(self) -> None:
         k = self.H.k
-        A = self.G.view + self.a * np.eye(k)
-        self.H.data[:k, :k] = sla.cho_solve(sla.cho_factor(A), np.eye(k))
+        G = self.rows.data[:k][:, self.support]
+        A = G + self.a * np.eye(k)
+        self.H.set_full(sla.cho_solve(sla.cho_factor(A), np.eye(k)))
+        self.Gp[:k] = G @ self._probe(k)
+        self.coef = self.H.matvec(self.labels[:k])
         self.refactors += 1
 
     def final(self, support: list[int], kern: Kernel) -> dict[str, Any]:
         out: dict[str, Any] = {"support": support}
-        coef = self.coef if len(self.labels) else np.zeros(0)
+        coef = self.coef if self.support else np.zeros(0)
         if kern.is_linear:
             Xs = self.X[self.support] if self.support else None
             out["w"] = (np.asarray(Xs.T @ coef).ravel() if Xs is not None
@@ -323,8 +464,12 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
         model = _Primal(X, y, p, record_scores)
     else:
         model = _Dual(X, y, p, kern, record_scores)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result = run_blocks(model, y, epochs, record_scores)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), OneBlasThread():
+        if isinstance(model, _Primal) and use_compiled(
+                ENGINE, y.shape[0] * epochs, not sp.issparse(X), record_scores):
+            result = run_compiled(model, y.shape[0], epochs)
+        else:
+            result = run_blocks(model, y, epochs, record_scores)
     T = y.shape[0]
     support = [t % T for t in result.updates]
     final = model.final(support) if isinstance(model, _Primal) else model.final(support, kern)
