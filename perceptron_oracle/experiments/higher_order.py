@@ -113,19 +113,23 @@ def run_epochs(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, *, p: int
     return updates, errors
 
 
+def curve(noise: float, label: str, p: int, c: Any, *, seed: int, epochs: int = 20,
+          **sizes: Any) -> Curve:
+    """One algorithm's :class:`Curve` on Artificial ``noise`` (the data regenerated from
+    ``seed``, so each curve is an independent task)."""
+    data = artificial(noise, seed=seed, **sizes)
+    X_train = data.train.X if p == 2 else normalize(data.train.X, p)
+    X_test = data.test.X if p == 2 else normalize(data.test.X, p)
+    updates, errors = run_epochs(X_train, data.train.y, X_test, data.test.y, p=p, c=c,
+                                 epochs=epochs)
+    return Curve(label, p, Fraction(c), updates, np.cumsum(updates).tolist(), errors)
+
+
 def experiment(noise: float, *, seed: int, epochs: int = 20, algorithms: Any = ALGORITHMS,
                **sizes: Any) -> list[Curve]:
     """Figure 2 for one data set: a :class:`Curve` per algorithm."""
-    data = artificial(noise, seed=seed, **sizes)
-    curves = []
-    for label, p, c in algorithms:
-        X_train = data.train.X if p == 2 else normalize(data.train.X, p)
-        X_test = data.test.X if p == 2 else normalize(data.test.X, p)
-        updates, errors = run_epochs(X_train, data.train.y, X_test, data.test.y, p=p, c=c,
-                                     epochs=epochs)
-        curves.append(Curve(label, p, Fraction(c), updates,
-                            np.cumsum(updates).tolist(), errors))
-    return curves
+    return [curve(noise, label, p, c, seed=seed, epochs=epochs, **sizes)
+            for label, p, c in algorithms]
 
 
 def table(curves: list[Curve]) -> str:

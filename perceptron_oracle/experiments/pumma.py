@@ -136,6 +136,41 @@ def target_margin(data: RofK, p: float) -> float:
     return float(len(data.relevant)) ** (-1.0 / q)
 
 
+def p_value(p_name: str, n: int) -> float:
+    """The norm p of a table row: "2" or "2ln(n)"."""
+    if p_name == "2":
+        return 2.0
+    if p_name == "2ln(n)":
+        return 2.0 * math.log(n)
+    raise ValueError(f"unknown p {p_name!r} (2, 2ln(n))")
+
+
+def one_run(p_name: str, r: int, i: int, algorithm: str, *, n_examples: int = 1000,
+            n: int = 100, k: int = 16, delta: Any = "1/10", seed: int = 0,
+            max_epochs: int = 1000) -> tuple[Run, float]:
+    """One algorithm on data set i of row (p, r) (seed ``seed + 1000 r + i``), to
+    convergence; with the generating hyperplane's margin."""
+    p = p_value(p_name, n)
+    data = r_of_k(n_examples, n, k, r, seed=seed + 1000 * r + i)
+    run = run_to_convergence(algorithm, data.X, data.y, p=p, delta=delta,
+                             max_epochs=max_epochs)
+    return run, target_margin(data, p)
+
+
+def summarize(p_name: str, r: int, k: int, runs: dict[str, list[Run]],
+              optimum: list[float]) -> list[dict[str, Any]]:
+    """The table rows of (p, r): per algorithm, means over the data sets and the first data
+    set's per-epoch curve."""
+    return [dict(p=p_name, r=r, bias=k - 2 * r + 1, algorithm=name,
+                 updates=float(np.mean([x.updates[-1] for x in rs_runs])),
+                 epochs=float(np.mean([len(x.updates) for x in rs_runs])),
+                 margin=float(np.mean([x.margins[-1] for x in rs_runs])),
+                 target_margin=float(np.mean(optimum)),
+                 converged=all(x.converged for x in rs_runs),
+                 curve=list(zip(rs_runs[0].updates, rs_runs[0].margins)))
+            for name, rs_runs in runs.items()]
+
+
 def experiment(*, n_examples: int = 1000, n: int = 100, k: int = 16,
                rs: tuple[int, ...] = (1, 4, 8), ps: tuple[str, ...] = ("2", "2ln(n)"),
                delta: Any = "1/10", runs: int = 10, seed: int = 0,
@@ -145,27 +180,16 @@ def experiment(*, n_examples: int = 1000, n: int = 100, k: int = 16,
     averaged over ``runs`` data sets, with the per-epoch curve of the first data set."""
     rows = []
     for p_name in ps:
-        p = 2.0 if p_name == "2" else 2.0 * math.log(n)
         for r in rs:
             results: dict[str, list[Run]] = {name: [] for name in algorithms}
             optimum = []
             for i in range(runs):
-                data = r_of_k(n_examples, n, k, r, seed=seed + 1000 * r + i)
-                optimum.append(target_margin(data, p))
-                for name in results:
-                    results[name].append(run_to_convergence(name, data.X, data.y, p=p,
-                                                            delta=delta,
-                                                            max_epochs=max_epochs))
-            for name, rs_runs in results.items():
-                rows.append(dict(
-                    p=p_name, r=r, bias=k - 2 * r + 1, algorithm=name,
-                    updates=float(np.mean([x.updates[-1] for x in rs_runs])),
-                    epochs=float(np.mean([len(x.updates) for x in rs_runs])),
-                    margin=float(np.mean([x.margins[-1] for x in rs_runs])),
-                    target_margin=float(np.mean(optimum)),
-                    converged=all(x.converged for x in rs_runs),
-                    curve=list(zip(rs_runs[0].updates, rs_runs[0].margins)),
-                ))
+                for name in algorithms:
+                    run, best = one_run(p_name, r, i, name, n_examples=n_examples, n=n, k=k,
+                                        delta=delta, seed=seed, max_epochs=max_epochs)
+                    results[name].append(run)
+                optimum.append(best)
+            rows.extend(summarize(p_name, r, k, results, optimum))
     return rows
 
 

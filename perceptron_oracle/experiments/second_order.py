@@ -1,5 +1,5 @@
 """The Second-Order Perceptron's simulation (Cesa-Bianchi, Conconi, Gentile 2005; slides
-``001_...``, "Simulations"): linearly separable Gaussian data with 100 attributes whose
+on the paper, "Simulations"): linearly separable Gaussian data with 100 attributes whose
 correlation matrix has one eigenvalue eight times the others; the target hyperplane's normal u
 is orthogonal to the dominant eigenvector (data set 1) or to the first non-dominant one (data
 set 2).  Train two epochs on 9,000 examples, test on 3,000, repeat 5 times; compare the
@@ -45,26 +45,42 @@ def count_test_mistakes(w: Any, X: np.ndarray, y: np.ndarray) -> int:
     return int(np.sum(y * (X @ np.asarray(w, dtype=float)) <= 0))
 
 
+def one_repeat(dataset: int, seed: int, *, n_train: int = 9000, n_test: int = 3000,
+               n: int = 100, epochs: int = 2, a_values: tuple[int, ...] = (1, 10, 50),
+               form: str = "primal") -> dict[str, int]:
+    """{algorithm: test mistakes} on one draw of data set 1 or 2 (seed ``seed``)."""
+    from ..fast import second_order as sop
+    from ..fast.perceptron import primal as perceptron
+
+    X, y, Xt, yt = simulation(dataset, n_train=n_train, n_test=n_test, n=n, seed=seed)
+    runs = {"perceptron": perceptron(X, y, epochs=epochs).final["w"]}
+    for a in a_values:
+        runs[f"sop a={a}"] = getattr(sop, form)(X, y, epochs=epochs, a=a).final["w"]
+    return {name: count_test_mistakes(w, Xt, yt) for name, w in runs.items()}
+
+
+def summarize(repeats: dict[int, list[dict[str, int]]]
+              ) -> dict[str, dict[int, tuple[float, float]]]:
+    """{data set: [one_repeat results]} -> {algorithm: {data set: (mean, std)}}."""
+    out: dict[str, dict[int, list[int]]] = {}
+    for dataset, results in repeats.items():
+        for result in results:
+            for name, mistakes in result.items():
+                out.setdefault(name, {}).setdefault(dataset, []).append(mistakes)
+    return {name: {d: (float(np.mean(v)), float(np.std(v))) for d, v in by.items()}
+            for name, by in out.items()}
+
+
 def table(*, repeats: int = 5, n_train: int = 9000, n_test: int = 3000, n: int = 100,
           epochs: int = 2, a_values: tuple[int, ...] = (1, 10, 50),
           form: str = "primal") -> dict[str, dict[int, tuple[float, float]]]:
-    """{algorithm: {data set: (mean, std) test mistakes}} over ``repeats`` seeds."""
-    from ..fast.perceptron import primal as perceptron
-    from ..fast import second_order as sop
-
-    out: dict[str, dict[int, list[int]]] = {}
-    for dataset in (1, 2):
-        for seed in range(repeats):
-            X, y, Xt, yt = simulation(dataset, n_train=n_train, n_test=n_test, n=n,
-                                      seed=1000 * dataset + seed)
-            runs = {"perceptron": perceptron(X, y, epochs=epochs).final["w"]}
-            for a in a_values:
-                runs[f"sop a={a}"] = getattr(sop, form)(X, y, epochs=epochs, a=a).final["w"]
-            for name, w in runs.items():
-                out.setdefault(name, {}).setdefault(dataset, []).append(
-                    count_test_mistakes(w, Xt, yt))
-    return {name: {d: (float(np.mean(v)), float(np.std(v))) for d, v in by.items()}
-            for name, by in out.items()}
+    """{algorithm: {data set: (mean, std) test mistakes}} over ``repeats`` seeds (data set d,
+    repeat r: seed 1000 d + r)."""
+    return summarize({dataset: [one_repeat(dataset, 1000 * dataset + seed, n_train=n_train,
+                                           n_test=n_test, n=n, epochs=epochs,
+                                           a_values=a_values, form=form)
+                                for seed in range(repeats)]
+                      for dataset in (1, 2)})
 
 
 def format_table(result: dict[str, dict[int, tuple[float, float]]]) -> str:
