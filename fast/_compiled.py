@@ -1,6 +1,6 @@
 """Compiled per-trial loops (numba, optional) for the fast Perceptron and p-norm Perceptron.
 
-The block-ahead driver (``_driver``) pays a Python round trip and a few small numpy calls per
+The block-ahead driver (``driver``) pays a Python round trip and a few small numpy calls per
 update; it is near its floor only when updates are rarer than about 1 in 300 trials.  These
 loops do one trial at a time in machine code: a dot product per trial (BLAS ``ddot`` on a
 dense row, a gather over the stored entries of a CSR row), the update in place, so their cost
@@ -20,7 +20,7 @@ Float64 rounding may differ from the numpy engine (another summation order), nev
 decisions outside the reference's fragile trials.
 
 What is not compiled, and takes the numpy path under ``engine="auto"`` (``engine="numba"``
-too: these are documented fallbacks, not errors): a run under ``_driver.forced_updates``
+too: these are documented fallbacks, not errors): a run under ``driver.forced_updates``
 (shadow runs) and the dual form on CSR input.
 
 numba is imported at the first compiled run only.  Every function is compiled for one
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ParamError
-from ._driver import _FORCED
+from .driver import in_forced_run
 
 ENGINES = ("auto", "numpy", "numba")
 
@@ -68,7 +68,7 @@ def choose(engine: str, *, compiled_serves: bool = True) -> str:
     if engine == "numba" and not available():
         raise ParamError("engine 'numba' needs numba, which is not installed "
                          "(python -m pip install numba)")
-    if engine == "numpy" or _FORCED.get() is not None or not compiled_serves:
+    if engine == "numpy" or in_forced_run() or not compiled_serves:
         return "numpy"
     return "numba" if available() else "numpy"
 

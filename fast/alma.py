@@ -1,7 +1,7 @@
 """ALMA_p(alpha; B, C) (Gentile 2001) in float64: forms ``primal`` and ``dual``.
 
 Both follow ``reference.alma`` trial for trial (SPEC.md section 13) on the block-ahead driver
-(fast/_driver.py: the state changes only at a correction, and between corrections the
+(fast/driver.py: the state changes only at a correction, and between corrections the
 threshold (1 - alpha) gamma_k is fixed too).
 
 - ``primal`` (linear kernel, any p >= 2; dense or CSR X): th = f(w) in float64 (f the
@@ -28,10 +28,10 @@ import scipy.sparse as sp
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
-from ..reference._common import check_epochs
 from ..reference.alma import PARAMS
+from ..reference.common import check_epochs
 from ..trace import Trace
-from ._driver import run_blocks
+from .driver import run_blocks
 
 
 def pnorm(v: np.ndarray, p: float) -> float:

@@ -38,10 +38,10 @@ from scipy.linalg import blas
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
-from ._driver import DriverResult, FloatRangeError, run_blocks
+from .driver import DriverResult, FloatRangeError, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
 
@@ -129,12 +129,12 @@ def numba_available() -> bool:
 def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
     """Whether a run takes the compiled per-trial loop.  Shadow runs (``forced_updates``),
     recorded scores and CSR input keep the numpy path."""
-    from ._driver import _FORCED
+    from .driver import in_forced_run
     if engine not in ("auto", "numpy", "numba"):
         raise ParamError(f"engine: one of auto, numpy, numba (got {engine!r})")
     if engine == "numba" and not numba_available():
         raise ParamError("engine numba: numba is not installed (pip install numba)")
-    if engine == "numpy" or record or not dense or _FORCED.get() is not None:
+    if engine == "numpy" or record or not dense or in_forced_run():
         return False
     if engine == "numba":
         return True

@@ -38,10 +38,10 @@ import scipy.sparse as sp
 from ..data import check_finite_rows
 from ..errors import DataError, ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
-from ._driver import MAX_BLOCK, MIN_BLOCK
+from .driver import MAX_BLOCK, MIN_BLOCK
 
 
 class PerceptronOvR:
@@ -143,7 +143,7 @@ class PerceptronOvR:
         if self.form == "primal" and not sp.issparse(self.X):
             check_finite_rows(self.X[pos:pos + scores.shape[0]])
         bad = int(np.argmin(np.isfinite(scores).all(axis=1)))
-        from ._driver import FloatRangeError
+        from .driver import FloatRangeError
         raise FloatRangeError(f"trial {base + pos + bad} (example {pos + bad}): the float64 "
                               "state overflowed; normalise the instances")
 

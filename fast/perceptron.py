@@ -20,11 +20,11 @@ import scipy.sparse as sp
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
-from ._driver import float_range_error, run_blocks
+from .driver import float_range_error, run_blocks
 
 
 class _Model:

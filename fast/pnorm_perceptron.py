@@ -21,11 +21,11 @@ import scipy.sparse as sp
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
-from ._driver import float_range_error, run_blocks
+from .driver import float_range_error, run_blocks
 from .higher_order import pnorm_gradient
 
 

@@ -26,10 +26,10 @@ import scipy.sparse as sp
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
 from ..trace import Trace
-from ._driver import run_blocks
+from .driver import run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
     SINGULAR,

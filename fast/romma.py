@@ -35,10 +35,10 @@ import scipy.sparse as sp
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
-from ._driver import run_blocks
+from .driver import run_blocks
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
 #: in float64 (z parallel to v); see SPEC.md for how the reference treats such a trial.

@@ -35,10 +35,10 @@ from scipy.linalg import blas
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
-from ..reference._common import check_epochs
+from ..reference.common import check_epochs
 from ..reference.second_order import PINV_RANK_TOL, a_k, resolve_params
 from ..trace import Trace
-from ._driver import run_blocks
+from .driver import run_blocks
 from .higher_order import OneBlasThread, Packed, blas_pointers, run_compiled, use_compiled
 
 DRIFT_EVERY = 32

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..numbers import number_context, to_fraction
 from ..reference import alma as alma_ref
-from ..reference._common import exact_data
+from ..reference.common import exact_data
 from .romma_pumma import InvariantViolation, optimum_2norm
 
 Implementation = Callable[..., Any]

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..kernels import parse_kernel
 from ..numbers import to_fraction
-from ..reference._common import exact_data
+from ..reference.common import exact_data
 from ..reference.higher_order import resolve_params, rho_rule, run_loop
 from ..reference.perceptron import perceptron
 from ..reference.pnorm_perceptron import pnorm_perceptron

@@ -42,7 +42,7 @@ import mpmath
 from ..numbers import to_fraction
 from ..reference import pumma as pumma_ref
 from ..reference import romma as romma_ref
-from ..reference._common import exact_data
+from ..reference.common import exact_data
 from ._base import InvariantViolation
 
 

@@ -46,7 +46,7 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from .common import Gram, check_epochs, exact_data
 
 
 class _OptionalRational(Param):

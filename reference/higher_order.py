@@ -71,7 +71,7 @@ from ..rounding import (
     within,
 )
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 from .pnorm_perceptron import gradient, norm_power, numerator, own_error, pnorm_magnitude, to_mpf
 
 RHO_RULES = ("c/k", "theorem1", "constant")

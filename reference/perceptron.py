@@ -37,7 +37,7 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from .common import Gram, check_epochs, exact_data
 
 PARAMS = ParamSchema(
     Param("eta", "rational", Fraction(1), "learning rate eta (Figure 1)",

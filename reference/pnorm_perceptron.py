@@ -39,7 +39,7 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from ._common import check_epochs, exact_data
+from .common import check_epochs, exact_data
 
 PARAMS = ParamSchema(
     Param("p", "rational", Fraction(2), "norm parameter: w = g(v), g the gradient of "

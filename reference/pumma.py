@@ -102,7 +102,7 @@ from ..kernels import Kernel, parse_kernel
 from ..params import Param, ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data
+from .common import Gram, check_epochs, exact_data
 from .romma import (
     DELTA,
     FALLBACK_RHO,

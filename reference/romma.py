@@ -73,7 +73,7 @@ from ..numbers import current_precision, number_context, precision
 from ..params import Param, ParamSchema
 from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, score_error_bound
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
 #: ``auto`` leaves Fraction once a numerator or denominator is longer than this (bits).
 FRACTION_BITS = 4096
@@ -535,7 +535,7 @@ def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     ``near_singular``); from there on the a-priori rule decides, and every trial of
     ``singular`` is fragile (a float64 form may call its problem infeasible, or solve it
     with amplified errors).  ``thresholds[t]``: the margins trial t is tested against;
-    ``below``: PUMMA's soft-margin test (``_common.sharpen``)."""
+    ``below``: PUMMA's soft-margin test (``common.sharpen``)."""
     fragile = trace.fragile or []
     cut = singular[0] if singular else len(trace.scores or [])
     early = [t for t in fragile if t < cut]

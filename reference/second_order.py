@@ -39,7 +39,7 @@ from ..numbers import to_fraction
 from ..params import Param, ParamSchema
 from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, magnitude_float, within
 from ..trace import Trace
-from ._common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
 
 A_GROWTHS = ("constant", "linear")
 

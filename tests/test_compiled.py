@@ -23,7 +23,7 @@ from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import perceptron as fp
 from perceptron_oracle.fast import pnorm_perceptron as pn
-from perceptron_oracle.fast._driver import FloatRangeError, forced_updates
+from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
 from perceptron_oracle.reference.perceptron import perceptron as reference
 from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron as reference_pnorm

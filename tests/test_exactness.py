@@ -85,7 +85,7 @@ def test_pseudoinverse_internal_state_is_exact(kernel):
     """The pseudoinverse's basis quantities (G_B^-1, Bm, Bm^-1, gamma) after every trial,
     zero instances included: a zero x once turned them into floats (an int 0 divided)."""
     from perceptron_oracle.kernels import parse_kernel
-    from perceptron_oracle.reference._common import Gram, exact_data
+    from perceptron_oracle.reference.common import Gram, exact_data
     rows, labels = exact_data(X, Y)
     state = sop_ref._Pinv(Gram(parse_kernel(kernel), rows), Fraction(1), True)
     for t in range(2 * len(rows)):

@@ -23,7 +23,7 @@ from perceptron_oracle.properties.strategies import (
     sphere,
 )
 from perceptron_oracle.reference import higher_order as ho
-from perceptron_oracle.reference._common import exact_data
+from perceptron_oracle.reference.common import exact_data
 from perceptron_oracle.reference.higher_order import final_error_bounds, higher_order
 from perceptron_oracle.reference.perceptron import perceptron
 from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron

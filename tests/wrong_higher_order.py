@@ -17,7 +17,7 @@ from typing import Any
 
 from perceptron_oracle.properties import higher_order as props
 from perceptron_oracle.reference import higher_order as ho
-from perceptron_oracle.reference._common import check_epochs
+from perceptron_oracle.reference.common import check_epochs
 from perceptron_oracle.reference.pnorm_perceptron import PARAMS as PNORM_PARAMS
 from perceptron_oracle.reference.pnorm_perceptron import numerator, pnorm_perceptron
 from perceptron_oracle.trace import Trace

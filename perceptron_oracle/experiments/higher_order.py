@@ -34,7 +34,7 @@ import numpy as np
 
 from ..data import Dataset, validate
 from ..fast import higher_order as ho
-from ..fast._driver import run_blocks
+from ..fast.driver import run_blocks
 from ..kernels import parse_kernel
 from ..preprocessing import normalize
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..fast import alma as fast_alma
 from ..fast import pumma as fast_pumma
 from ..fast import romma as fast_romma
-from ..fast._driver import run_blocks
+from ..fast.driver import run_blocks
 
 
 @dataclass

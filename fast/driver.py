@@ -79,6 +79,12 @@ def forced_updates(trials: Any) -> Iterator[None]:
         _FORCED.reset(token)
 
 
+def in_forced_run() -> bool:
+    """Whether a ``forced_updates`` block is active (compiled loops then leave the run to
+    the driver, which honours it)."""
+    return _FORCED.get() is not None
+
+
 def run_blocks(model: BlockModel, y: np.ndarray, epochs: int,
                record_scores: bool = False) -> DriverResult:
     """Run the model; a score that is not finite (the float64 state overflowed, or turned

@@ -97,12 +97,12 @@ def shadow_errors(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
                   params: dict[str, Any], trace: Any) -> list[float] | None:
     """Per trial, the largest |fl(score) - score| over the project's fast forms run along
     the exact trace's path of states (every form updates at the exact run's update trials,
-    ``fast._driver.forced_updates``), measured exactly against the exact scores; inf where
+    ``fast.driver.forced_updates``), measured exactly against the exact scores; inf where
     a form's score is not finite.  None when no fast form takes these parameters or a
     form cannot be run (the stated rule alone then decides)."""
     import numpy as np
 
-    from ..fast._driver import forced_updates
+    from ..fast.driver import forced_updates
     from ..registry import ALGORITHMS
     try:
         forms = ALGORITHMS[algorithm].forms_for(kernel, params)
