@@ -103,7 +103,12 @@ def _dot(x: list[Any], z: list[Any], zero: Any = Fraction(0)) -> Any:
 
 
 def _fnorm(M: list[list[Any]]) -> float:
-    return math.sqrt(sum(float(v) ** 2 for row in M for v in row))
+    """||M||_F as a float; inf where it lies beyond float64's range (a condition estimate
+    that large makes every rule it feeds flag, as it should: no float64 form holds M)."""
+    try:
+        return math.sqrt(math.fsum(float(v) * float(v) for row in M for v in row))
+    except OverflowError:
+        return math.inf
 
 
 class _Primal:
@@ -572,7 +577,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     if p["pseudoinverse"]:
         kappa, ambiguous = _pinv_replay(X, support, kern)
         rel = ANY_STATE if ambiguous else \
-            FRAGILE_FACTOR * UNIT_ROUNDOFF * m * (K + 1) * kappa ** 2
+            FRAGILE_FACTOR * UNIT_ROUNDOFF * m * (K + 1) * kappa * kappa
         scale = 1.0
     else:
         a = float(a_k(p, K + 1))
