@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -97,12 +98,26 @@ def _jit(numba: Any, fn: Any) -> Any:
         return numba.njit(nogil=True, error_model="numpy")(fn)
 
 
-def _build() -> Any:  # noqa: C901 - the loops are defined together so numba compiles them lazily
+def _build() -> Any:
+    """Compile the loops, each with the jitted helpers it calls as closure variables (numba
+    compiles them into the loop and keys its cache on them).  numba is imported here, at the
+    first compiled run."""
     import numba
 
     def jit(fn: Any) -> Any:
         return _jit(numba, fn)
 
+    sparse_dot, dense_dot, kernel_value = _products(jit)
+    pnorm_gradient = _pnorm_gradient(jit)
+    return SimpleNamespace(
+        perceptron_primal=_perceptron_primal(jit, sparse_dot),
+        perceptron_dual=_perceptron_dual(jit, dense_dot, kernel_value),
+        pnorm_primal=_pnorm_primal(jit, sparse_dot, pnorm_gradient),
+        pnorm_gradient=pnorm_gradient)
+
+
+def _products(jit: Any) -> tuple[Any, Any, Any]:
+    """The compiled products: a CSR row against w, two dense rows, and a kernel value."""
     @jit
     def sparse_dot(data: Any, indices: Any, lo: int, hi: int, w: Any) -> float:
         s = 0.0
@@ -126,6 +141,27 @@ def _build() -> Any:  # noqa: C901 - the loops are defined together so numba com
             k += 1
         return s
 
+    @jit
+    def kernel_value(kind: int, degree: int, gamma: float, coef0: float, dot: float,
+                     sq_a: float, sq_b: float) -> float:
+        if kind == 0:
+            return dot
+        if kind == 1:
+            base = gamma * dot + coef0
+            out = base
+            for _ in range(degree - 1):
+                out *= base
+            return out
+        sq = sq_a + sq_b - 2.0 * dot
+        if sq < 0.0:
+            sq = 0.0
+        return math.exp(-gamma * sq)
+
+    return sparse_dot, dense_dot, kernel_value
+
+
+def _perceptron_primal(jit: Any, sparse_dot: Any) -> Any:
+    """The Perceptron's primal loop (``fast.perceptron``'s primal form)."""
     @jit
     def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool,
                           y: Any, epochs: int, eta: float, C: float, tau: float,
@@ -177,31 +213,20 @@ def _build() -> Any:  # noqa: C901 - the loops are defined together so numba com
         state[0] = b
         return -1
 
-    @jit
-    def kernel_value(kind: int, degree: int, gamma: float, coef0: float, dot: float,
-                     sq_a: float, sq_b: float) -> float:
-        if kind == 0:
-            return dot
-        if kind == 1:
-            base = gamma * dot + coef0
-            out = base
-            for _ in range(degree - 1):
-                out *= base
-            return out
-        sq = sq_a + sq_b - 2.0 * dot
-        if sq < 0.0:
-            sq = 0.0
-        return math.exp(-gamma * sq)
+    return perceptron_primal
 
+
+def _perceptron_dual(jit: Any, dense_dot: Any, kernel_value: Any) -> Any:
+    """The Perceptron's dual loop (``fast.perceptron``'s dual form, dense X)."""
     @jit
     def perceptron_dual(X: Any, sq: Any, y: Any, epochs: int, kind: int, degree: int,
                         gamma: float, coef0: float, eta: float, C: float, tau: float,
                         lam_terms: Any, use_lam: bool, bound: int, alpha: Any, slot: Any,
                         support: Any, coef: Any, state: Any, flags: Any, scores: Any,
                         record: bool) -> int:
-        """Dense X; the score of trial t is sum_s coef_s k(x_s, x_t) over the support
-        examples (kernel values computed on the fly) + b (+ the lambda term).  state = [b,
-        bad score, support size]; returns the first trial with a non-finite score, or -1."""
+        """The score of trial t is sum_s coef_s k(x_s, x_t) over the support examples
+        (kernel values computed on the fly) + b (+ the lambda term).  state = [b, bad
+        score, support size]; returns the first trial with a non-finite score, or -1."""
         T, n = X.shape
         b = state[0]
         etaC = eta * C
@@ -247,6 +272,11 @@ def _build() -> Any:  # noqa: C901 - the loops are defined together so numba com
         state[2] = S
         return -1
 
+    return perceptron_dual
+
+
+def _pnorm_gradient(jit: Any) -> Any:
+    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place."""
     @jit
     def pnorm_gradient(v: Any, p: float, w: Any) -> None:
         n = v.shape[0]
@@ -274,6 +304,11 @@ def _build() -> Any:  # noqa: C901 - the loops are defined together so numba com
         for i in range(n):
             w[i] = math.copysign(w[i], v[i]) * factor
 
+    return pnorm_gradient
+
+
+def _pnorm_primal(jit: Any, sparse_dot: Any, pnorm_gradient: Any) -> Any:
+    """The p-norm Perceptron's loop (``fast.pnorm_perceptron``)."""
     @jit
     def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                      epochs: int, p: float, v: Any, w: Any, state: Any, flags: Any,
@@ -305,15 +340,7 @@ def _build() -> Any:  # noqa: C901 - the loops are defined together so numba com
                     pnorm_gradient(v, p, w)
         return -1
 
-    class Kernels:
-        pass
-
-    out = Kernels()
-    out.perceptron_primal = perceptron_primal  # type: ignore[attr-defined]
-    out.perceptron_dual = perceptron_dual  # type: ignore[attr-defined]
-    out.pnorm_primal = pnorm_primal  # type: ignore[attr-defined]
-    out.pnorm_gradient = pnorm_gradient  # type: ignore[attr-defined]
-    return out
+    return pnorm_primal
 
 
 def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:

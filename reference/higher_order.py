@@ -399,6 +399,9 @@ class IntDual(Dual):
                 sum(self.gram.magnitude(i, j) for i in self.support))
 
     def update(self, j: int, label: int, rho: Any) -> None:
+        """``Dual.update`` over the common denominators: b = D kvec is b_int / db, the
+        rows of D added on a factor go to ``_border``, g's changes to ``_add_to_g`` and
+        ``_append_g``."""
         gm, k, dK, act = self.gram, len(self.support), self.dK, self.active
         kvec = [self.kernel_int(i, j) for i in self.support]
         q = self.kernel_int(j, j)
@@ -418,38 +421,37 @@ class IntDual(Dual):
         for i in act:
             self.g_abs[i] += ba[i] * (1.0 + ra * ha_new)
         # g_i += b_i (y - rho h_new) for the active i; g_new
-        step = label - rho * Fraction(h_new, dK)
+        self._add_to_g(b, db, label - rho * Fraction(h_new, dK))
         g_new = Fraction(label) - rho * Fraction(sum(b[i] * self.h_int[i] for i in act),
                                                  db * dK)
-        if act:
-            scale_den = step.denominator * db
-            lcm = lcm2(self.dg, scale_den)
-            mine, theirs = lcm // self.dg, step.numerator * (lcm // scale_den)
-            self.g_int = [g * mine for g in self.g_int]
-            for i in act:
-                self.g_int[i] += b[i] * theirs
-            self.dg = lcm
         if rho:
             kb = Fraction(sum(kvec[i] * b[i] for i in act), dK * db)
             d_new = rho * rho * (kb + Fraction(q, dK)) - 2 * rho
             da_new = ra * ra * (sum(kabs[i] * ba[i] for i in act) + qa) + 2 * ra
             g_new += d_new * Fraction(h_new, dK)
             ga_new += da_new * ha_new
-            row_den = rho.denominator * db
-            lcm = lcm2(lcm2(self.dD, row_den), d_new.denominator)
-            mine, theirs = lcm // self.dD, -rho.numerator * (lcm // row_den)
-            self.D_int = {key: v * mine for key, v in self.D_int.items()}
-            for i in act:
-                self.D_int[i, k] = self.D_int[k, i] = b[i] * theirs
-                self.D_abs[i, k] = self.D_abs[k, i] = ra * ba[i]
-            self.D_int[k, k] = d_new.numerator * (lcm // d_new.denominator)
-            self.D_abs[k, k] = da_new
-            self.dD = lcm
-            shift = twos(self.dD, *self.D_int.values())
-            if shift:
-                self.D_int = {key: v >> shift for key, v in self.D_int.items()}
-                self.dD >>= shift
+            self._border(k, rho, b, db, d_new, {i: ra * ba[i] for i in act}, da_new)
             act.append(k)
+        self._append_g(g_new)
+        self.support.append(j)
+        self.labels.append(label)
+        self.h_int.append(h_new)
+        self.h_abs.append(ha_new)
+        self.g_abs.append(ga_new)
+
+    def _add_to_g(self, b: dict[int, int], db: int, step: Fraction) -> None:
+        """g_i += (b_i / db) step for the active i, g kept over one denominator dg."""
+        if self.active:
+            scale_den = step.denominator * db
+            lcm = lcm2(self.dg, scale_den)
+            mine, theirs = lcm // self.dg, step.numerator * (lcm // scale_den)
+            self.g_int = [g * mine for g in self.g_int]
+            for i in self.active:
+                self.g_int[i] += b[i] * theirs
+            self.dg = lcm
+
+    def _append_g(self, g_new: Fraction) -> None:
+        """g gains its entry for the new mistake; common powers of two leave dg."""
         lcm = lcm2(self.dg, g_new.denominator)
         self.g_int = [g * (lcm // self.dg) for g in self.g_int]
         self.g_int.append(g_new.numerator * (lcm // g_new.denominator))
@@ -458,11 +460,25 @@ class IntDual(Dual):
         if shift:
             self.g_int = [g >> shift for g in self.g_int]
             self.dg >>= shift
-        self.support.append(j)
-        self.labels.append(label)
-        self.h_int.append(h_new)
-        self.h_abs.append(ha_new)
-        self.g_abs.append(ga_new)
+
+    def _border(self, k: int, rho: Any, b: dict[int, int], db: int, d_new: Fraction,
+                b_abs: dict[int, float], da_new: float) -> None:
+        """D <- [[D, -rho b], [-rho b^T, d_new]] (b over db), D kept over one denominator
+        dD; the same border of absolute values (``b_abs`` = |rho| |b|) on D_abs."""
+        row_den = rho.denominator * db
+        lcm = lcm2(lcm2(self.dD, row_den), d_new.denominator)
+        mine, theirs = lcm // self.dD, -rho.numerator * (lcm // row_den)
+        self.D_int = {key: v * mine for key, v in self.D_int.items()}
+        for i in self.active:
+            self.D_int[i, k] = self.D_int[k, i] = b[i] * theirs
+            self.D_abs[i, k] = self.D_abs[k, i] = b_abs[i]
+        self.D_int[k, k] = d_new.numerator * (lcm // d_new.denominator)
+        self.D_abs[k, k] = da_new
+        self.dD = lcm
+        shift = twos(self.dD, *self.D_int.values())
+        if shift:
+            self.D_int = {key: v >> shift for key, v in self.D_int.items()}
+            self.dD >>= shift
 
     @property
     def g(self) -> list[Fraction]:
@@ -597,59 +613,92 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
     """The loop of Figure 1 over any state holder (``engine``).  ``observe`` receives, after
     every mistake, {"t", "j", "k", "label", "s" (v_{k-1}.x_t), "rho", "state" (the engine)};
     the tests and the planted wrong implementations use it, as they use ``rule`` (rho_k),
-    ``is_mistake`` (of the margin y score) and ``sparse_skips`` (of y and s)."""
+    ``is_mistake`` (of the margin y score) and ``sparse_skips`` (of y and s).  The float64
+    error model is ``_ErrorModel``'s."""
     p, sparse = params["p"], params["sparse"]
     state = (engine or default_engine(kern, p))(rows, kern, p)
-    T, n = len(rows), len(rows[0])
-    exact_identity = p == 2 and _identity_is_exact(kern, rows, epochs * T)
-    K, rho_errors, identity = 0, 0, True
+    T = len(rows)
+    errors = _ErrorModel(kern, rows, epochs * T, p)
     rhos: list[Any] = []
     mistakes: list[int] = []
     fragile: list[int] = []
     scores: list[Any] = []
-    branch_from: int | None = None   # a fragile sparse decision: every later trial fragile
 
     for t in range(epochs * T):
         j, label = t % T, labels[t % T]
-        score, decider, magnitude = state.score(j)
+        score, decider, magnitude = state.score(j)  # w_{k-1}.x_t
         if record_scores:
             scores.append(as_exact(score))
-        if branch_from is not None:
+        if errors.score_is_fragile(score, magnitude):
             fragile.append(t)
-        elif not (identity and exact_identity):
-            err = score_error_bound(operations(K, n, kern.depth, rho_errors),
-                                    magnitude_float(magnitude))
-            if err and within(score, err):
-                fragile.append(t)
-        if not is_mistake(label * decider):
+        if not is_mistake(label * decider):  # mistake iff y_t score_t <= 0
             continue
         mistakes.append(t)
-        K += 1
-        s, s_magnitude = state.perceptron_score(j)
-        s_err = 0.0 if exact_identity and identity else score_error_bound(
-            K + (n + 8) * kern.depth, magnitude_float(s_magnitude))
-        rho_k = rule(params, K, s)
+        s, s_magnitude = state.perceptron_score(j)  # v_{k-1}.x_t
+        s_err = errors.mistake(s_magnitude)
+        rho_k = rule(params, len(mistakes), s)
         if sparse and rho_k:
-            if s_err and within(s, s_err) and branch_from is None:
-                branch_from = t
-                if not fragile or fragile[-1] != t:
-                    fragile.append(t)
+            if errors.branches(t, s, s_err) and (not fragile or fragile[-1] != t):
+                fragile.append(t)
             if sparse_skips(label, s):
-                rho_k = Fraction(0)
+                rho_k = Fraction(0)  # B left alone; v still updated
         if rho_k:
-            identity = False
-            rho_errors += rho_roundings(params, s_err)
-        state.update(j, label, rho_k)
+            errors.factor_applied(params, s_err)
+        state.update(j, label, rho_k)  # v_k = v_{k-1} + y_t x_t, B_k (Figure 1)
         rhos.append(rho_k)
         if observe is not None:
-            observe({"t": t, "j": j, "k": K, "label": label, "s": s, "rho": rho_k,
-                     "state": state})
+            observe({"t": t, "j": j, "k": len(mistakes), "label": label, "s": s,
+                     "rho": rho_k, "state": state})
 
     final = state.final()
     final["rho"] = rhos
     return Trace(algorithm=algorithm, form="reference", kernel=kern.spec, params=params,
                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
                  final=final, fragile=fragile, scores=scores if record_scores else None)
+
+
+class _ErrorModel:
+    """The fragile rule of the module docstring along a run: K mistakes so far, the rounding
+    count sum_i e_i of the rho_i applied, and whether B = I still (every rho 0), when a
+    float64 form's p = 2 scores are exact (``_identity_is_exact``).  After a sparse decision
+    float64 may take the other way (``branches``), every trial is fragile."""
+
+    def __init__(self, kern: Kernel, rows: list[list[Fraction]], trials: int, p: Any):
+        self.depth, self.n = kern.depth, len(rows[0])
+        self.exact_identity = p == 2 and _identity_is_exact(kern, rows, trials)
+        self.K, self.rho_errors, self.identity = 0, 0, True
+        self.branch_from: int | None = None
+
+    def score_is_fragile(self, score: Any, magnitude: float) -> bool:
+        """|score| within SAFETY gamma_m M (m = ``operations``), or a branch taken before."""
+        if self.branch_from is not None:
+            return True
+        if self.identity and self.exact_identity:
+            return False
+        err = score_error_bound(operations(self.K, self.n, self.depth, self.rho_errors),
+                                magnitude_float(magnitude))
+        return bool(err and within(score, err))
+
+    def mistake(self, s_magnitude: float) -> float:
+        """Count a mistake; the rounding bound of its s = v_{k-1}.x_t (0 when exact)."""
+        self.K += 1
+        if self.exact_identity and self.identity:
+            return 0.0
+        return score_error_bound(self.K + (self.n + 8) * self.depth,
+                                 magnitude_float(s_magnitude))
+
+    def branches(self, t: int, s: Any, s_err: float) -> bool:
+        """Whether trial t is the first whose sparse decision y s >= 0 float64 may take the
+        other way (s within s_err of 0)."""
+        if s_err and within(s, s_err) and self.branch_from is None:
+            self.branch_from = t
+            return True
+        return False
+
+    def factor_applied(self, params: dict[str, Any], s_err: float) -> None:
+        """A factor with rho != 0: B leaves I, and rho's roundings e join m."""
+        self.identity = False
+        self.rho_errors += rho_roundings(params, s_err)
 
 
 def _identity_is_exact(kern: Kernel, rows: list[list[Fraction]], max_updates: int) -> bool:
@@ -684,11 +733,11 @@ def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
 
     The same absolute-value recursions as the fragile rule, rebuilt from the trace (the
     mistakes' examples and ``final.rho``): w_i within SAFETY gamma_m (|A| |v|)_i (p = 2) or
-    (|B|^T G)_i with G_i = (p + 1) Theta_i^(p-1) / ||theta||_p^(p-2) (p != 2); g_j within
-    SAFETY gamma_m |g|_j (dual, kernels); v_i within gamma_{K+8} sum |x_ti|; rho_k within
-    SAFETY gamma_{e_k} |rho_k|.  m is the fragile rule's, for K = all mistakes, plus T.
-    A sparse run with a fragile mistake may have taken the other branch: every bound is then
-    ANY_STATE.
+    (|B|^T G)_i with G_i = (p + 1) Theta_i^(p-1) / ||theta||_p^(p-2) (p != 2,
+    ``_pnorm_w_bounds``); g_j within SAFETY gamma_m |g|_j (dual, kernels); v_i within
+    gamma_{K+8} sum |x_ti|; rho_k within SAFETY gamma_{e_k} |rho_k|.  m is the fragile
+    rule's, for K = all mistakes, plus T.  A sparse run with a fragile mistake may have
+    taken the other branch: every bound is then ANY_STATE.
     """
     dense = X.toarray() if hasattr(X, "toarray") else X
     rows = [list(r) for r in (dense.tolist() if hasattr(dense, "tolist") else dense)]
@@ -702,48 +751,67 @@ def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     rhos = final["rho"]
     abs_rows = [[abs(float(v)) for v in row] for row in rows]
 
-    def bound(ops: int, magnitude: float, exact: Any) -> float:
-        return score_error_bound(ops, magnitude if magnitude or not exact else SMALLEST_SUBNORMAL)
-
-    # e_k of each rho, with the same s_err the run used (an upper bound without labels)
-    rho_e, total_e, v_abs = [], 0, [0.0] * n
-    exact_rows = None
-    if params["rho"] == "theorem1":
-        exact_rows, _ = exact_data(rows, [1] * T)
-    gram = Gram(kern, exact_rows or [[Fraction(v) for v in r] for r in rows]) \
-        if params["rho"] == "theorem1" or not kern.is_linear else None
-    for k, (j, r) in enumerate(zip(mistakes, rhos), start=1):
-        if params["rho"] == "theorem1":
-            mag = sum(gram.magnitude(i, j) for i in mistakes[:k - 1])
-            s_err = score_error_bound(k + (n + 8) * kern.depth, magnitude_float(mag))
-        else:
-            s_err = 0.0
-        e = rho_roundings(params, s_err)
-        rho_e.append(e)
-        if r:
-            total_e += e
+    rho_e, gram = _rho_roundings_along(rows, mistakes, kern, params)
+    total_e = sum(e for e, r in zip(rho_e, rhos) if r)
     ops = operations(K, n, kern.depth, total_e) + T
     if params["sparse"] and set(trace.fragile or ()) & set(trace.mistakes):
         return {f"final.{key}": ([ANY_STATE] * len(val) if isinstance(val, list) else
                                  ANY_STATE) for key, val in final.items()}
     out: dict[str, Any] = {
-        "final.rho": [bound(e, abs(float(r)), r) if r else 0.0 for e, r in zip(rho_e, rhos)]}
-    if not kern.is_linear:  # dual coefficients: the magnitudes of the dual recursions
+        "final.rho": [_bound(e, abs(float(r)), r) if r else 0.0 for e, r in zip(rho_e, rhos)]}
+    if not kern.is_linear and gram is not None:  # dual coefficients: the dual recursions
         g_abs = _dual_g_abs(gram, mistakes, rhos)
-        out["final.g"] = [bound(ops, ga, g) for ga, g in zip(g_abs, final["g"])]
+        out["final.g"] = [_bound(ops, ga, g) for ga, g in zip(g_abs, final["g"])]
         return out
+    v_abs = [0.0] * n
     for j in mistakes:
         v_abs = [a + b for a, b in zip(v_abs, abs_rows[j])]
-    out["final.v"] = [bound(K + 8, a, vi) for a, vi in zip(v_abs, final["v"])]
+    out["final.v"] = [_bound(K + 8, a, vi) for a, vi in zip(v_abs, final["v"])]
     if p == 2:
         A_abs = [[float(i == l) for l in range(n)] for i in range(n)]
         for j, r in zip(mistakes, rhos):
             if r:
                 A_abs = primal_update(A_abs, abs_rows[j], abs(float(r)), absolute=True)
         w_mag = [sum(a * b for a, b in zip(row, v_abs)) for row in A_abs]
-        out["final.w"] = [bound(ops, m, wi) for m, wi in zip(w_mag, final["w"])]
+        out["final.w"] = [_bound(ops, m, wi) for m, wi in zip(w_mag, final["w"])]
         return out
-    # p != 2: rebuild B (mpmath) for theta = B v and the normaliser; |B| as in PNorm
+    out["final.w"] = _pnorm_w_bounds(rows, abs_rows, mistakes, rhos, p, final, v_abs, ops)
+    return out
+
+
+def _bound(ops: int, magnitude: float, exact: Any) -> float:
+    """gamma_ops magnitude; a magnitude that underflowed to 0 while the exact value is not
+    counts as the smallest subnormal."""
+    return score_error_bound(ops, magnitude if magnitude or not exact else SMALLEST_SUBNORMAL)
+
+
+def _rho_roundings_along(rows: list[list[Any]], mistakes: list[int], kern: Kernel,
+                         params: dict[str, Any]) -> tuple[list[int], Gram | None]:
+    """e_k of each mistake's rho, with the s_err the run used (an upper bound without the
+    labels), and the Gram matrix the bounds read (theorem1 or a kernel; else None)."""
+    n, rule = len(rows[0]), params["rho"]
+    exact_rows = None
+    if rule == "theorem1":
+        exact_rows, _ = exact_data(rows, [1] * len(rows))
+    gram = Gram(kern, exact_rows or [[Fraction(v) for v in r] for r in rows]) \
+        if rule == "theorem1" or not kern.is_linear else None
+    rho_e = []
+    for k, j in enumerate(mistakes, start=1):
+        if gram is not None and rule == "theorem1":
+            mag = sum(gram.magnitude(i, j) for i in mistakes[:k - 1])
+            s_err = score_error_bound(k + (n + 8) * kern.depth, magnitude_float(mag))
+        else:
+            s_err = 0.0
+        rho_e.append(rho_roundings(params, s_err))
+    return rho_e, gram
+
+
+def _pnorm_w_bounds(rows: list[list[Any]], abs_rows: list[list[float]], mistakes: list[int],
+                    rhos: list[Any], p: Any, final: dict[str, Any], v_abs: list[float],
+                    ops: int) -> list[float]:
+    """p != 2: the bounds on w, with B rebuilt (mpmath) for theta = B v and the
+    normaliser, and |B| as in ``PNorm``."""
+    n = len(rows[0])
     ctx = number_context()
     exact_x = [[Fraction(v) for v in rows[j]] for j in mistakes]
     B = [[ctx.mpf(int(i == l)) for l in range(n)] for i in range(n)]
@@ -769,12 +837,10 @@ def _final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
         top = max(abs(float(t)) for t in theta)
         err = score_error_bound(ops + n + 16, n * max(theta_abs))
         spread = 2 * n * top + err
-        out["final.w"] = [sum(B_abs[i][l] for i in range(n)) * spread for l in range(n)]
-        return out
+        return [sum(B_abs[i][l] for i in range(n)) * spread for l in range(n)]
     G = [pnorm_magnitude([ta], [1.0], p, scale) for ta in theta_abs]
     w_mag = [sum(B_abs[i][l] * G[i] for i in range(n)) for l in range(n)]
-    out["final.w"] = [bound(ops + n + 16, m, wi) for m, wi in zip(w_mag, final["w"])]
-    return out
+    return [_bound(ops + n + 16, m, wi) for m, wi in zip(w_mag, final["w"])]
 
 
 def _dual_g_abs(gram: Gram, mistakes: list[int], rhos: list[Any]) -> list[float]:

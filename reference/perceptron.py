@@ -59,23 +59,26 @@ PREDICTION_MODES = ("last", "longest_survivor", "voted", "averaged")
 def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
                eta: Any = 1, b0: Any = 0, C: Any = 0, tau: Any = 0, lam: Any = 0,
                alpha_bound: Any = None, record_scores: bool = False) -> Trace:
-    """Run the Perceptron over ``epochs`` passes of (X, y); returns the exact trace."""
+    """Run the Perceptron over ``epochs`` passes of (X, y); returns the exact trace.
+
+    The trial loop of Figures 1 and 2 in the dual coordinates of section 2.1; ``_Votes``
+    keeps Figure 2's tallies, ``_is_fragile`` is the float64 error model and
+    ``_final_state`` assembles the hypotheses of ``final``.
+    """
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
     p = PARAMS.resolve(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
     eta, b0, C, tau, lam, bound = (p["eta"], p["b0"], p["C"], p["tau"], p["lam"],
                                    p["alpha_bound"])
-    T, n = len(rows), len(rows[0])
+    T = len(rows)
     gram = Gram(kern, rows)
     exact_floats = _float64_is_exact(kern, rows, p, epochs * T)
 
     alpha = [0] * T          # alpha_j: updates caused by example j (section 2.1)
     support: list[int] = []  # examples with alpha_j > 0, in order of their first update
     signed_updates = 0       # sum_j alpha_j y_j, so that b = b0 + eta C signed_updates
-    votes = [0]              # c_k for the hypotheses h_0 .. h_k so far
-    longest = (0, list(alpha))
-    averaged = [0] * T       # sum_k c_k alpha^(k)
+    votes = _Votes(T)
     mistakes: list[int] = []
     updates: list[int] = []
     fragile: list[int] = []
@@ -84,6 +87,7 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     for t in range(epochs * T):
         j = t % T
         label = labels[j]
+        # the lambda-trick of eq. (1) for an example that has caused an update
         lam_term = label * lam * gram(j, j) if lam and alpha[j] > 0 else 0
         score = (b0 + eta * C * signed_updates
                  + eta * sum(alpha[i] * labels[i] * gram(i, j) for i in support)
@@ -91,57 +95,95 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         margin = label * score
         if record_scores:
             scores.append(score)
-        if not exact_floats:
-            magnitude = (abs(b0) + abs(eta * C) * len(updates)
-                         + eta * sum(alpha[i] * gram.magnitude(i, j) for i in support)
-                         + (lam * gram.magnitude(j, j) if lam_term else 0))
-            err = score_error_bound((n + 8) * kern.depth + len(updates) + 8,
-                                    magnitude_float(magnitude))
-            tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too
-            if (err and abs(margin) <= err) or (tau_err and abs(margin - tau) <= tau_err):
-                fragile.append(t)
+        if not exact_floats and _is_fragile(margin, p, gram, alpha, support, j, len(updates),
+                                            lam_used=bool(lam_term)):
+            fragile.append(t)
         if margin <= 0:
             mistakes.append(t)
         if margin - tau <= 0 and (bound is None or alpha[j] < bound):
-            updates.append(t)
-            retiring = votes[-1]           # h_k retires with its vote c_k
-            if retiring > votes[longest[0]]:
-                longest = (len(votes) - 1, list(alpha))
-            if retiring:
-                averaged = [a + retiring * b for a, b in zip(averaged, alpha)]
+            updates.append(t)      # w += eta y_t x_t, b += eta y_t C (Figure 1)
+            votes.update(alpha)
             if alpha[j] == 0:
                 support.append(j)
             alpha[j] += 1
             signed_updates += label
-            votes.append(0)
-        elif margin - tau > 0:             # y_hat = y (Figure 2): h_k survives and votes
-            votes[-1] += 1
+        elif margin - tau > 0:     # y_hat = y (Figure 2): h_k survives and votes
+            votes.survive()
         # else: blocked by the alpha-bound, neither an update nor a vote (Figure 2)
 
-    if votes[-1] > votes[longest[0]]:
-        longest = (len(votes) - 1, list(alpha))
-    if votes[-1]:
-        averaged = [a + votes[-1] * b for a, b in zip(averaged, alpha)]
+    votes.retire(alpha)  # h_K, in force at the end, with its vote c_K
+    final = _final_state(alpha, votes, p, kern, rows, labels)
+    return Trace(algorithm="perceptron", form="reference", kernel=kern.spec,
+                 params=p, n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
+                 final=final, fragile=fragile, scores=scores if record_scores else None)
 
+
+def _is_fragile(margin: Any, p: dict[str, Any], gram: Gram, alpha: list[int],
+                support: list[int], j: int, K: int, *, lam_used: bool) -> bool:
+    """Whether float64 may decide y score <= 0 or y score <= tau the other way, after K
+    updates: the margin within the score's rounding bound (rounding.py: (n + 8) depth + K + 8
+    roundings of terms of total magnitude |b0| + |eta C| K + eta sum_i alpha_i |k(x_i, x_j)|
+    (+ lam |k(x_j, x_j)| with the lambda term) of 0, or within that bound plus tau's own
+    rounding of tau."""
+    eta, tau = p["eta"], p["tau"]
+    magnitude = (abs(p["b0"]) + abs(eta * p["C"]) * K
+                 + eta * sum(alpha[i] * gram.magnitude(i, j) for i in support)
+                 + (p["lam"] * gram.magnitude(j, j) if lam_used else 0))
+    ops = (len(gram.rows[0]) + 8) * gram.kernel.depth + K + 8
+    err = score_error_bound(ops, magnitude_float(magnitude))
+    tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too
+    return bool((err and abs(margin) <= err) or (tau_err and abs(margin - tau) <= tau_err))
+
+
+class _Votes:
+    """Figure 2's tallies: ``votes`` c_k for the hypotheses h_0 .. h_k so far, the longest
+    survivor (index and dual coefficients; the earliest on a tie) and ``averaged``,
+    sum_k c_k alpha^(k)."""
+
+    def __init__(self, T: int):
+        self.votes = [0]
+        self.longest: tuple[int, list[int]] = (0, [0] * T)
+        self.averaged = [0] * T
+
+    def survive(self) -> None:
+        self.votes[-1] += 1
+
+    def retire(self, alpha: list[int]) -> None:
+        """h_k, with dual coefficients ``alpha``, retires with its vote c_k."""
+        retiring = self.votes[-1]
+        if retiring > self.votes[self.longest[0]]:
+            self.longest = (len(self.votes) - 1, list(alpha))
+        if retiring:
+            self.averaged = [a + retiring * b for a, b in zip(self.averaged, alpha)]
+
+    def update(self, alpha: list[int]) -> None:
+        """An update: h_k retires, h_{k+1} starts with no vote."""
+        self.retire(alpha)
+        self.votes.append(0)
+
+
+def _final_state(alpha: list[int], votes: _Votes, p: dict[str, Any], kern: Kernel,
+                 rows: list[list[Fraction]], labels: list[int]) -> dict[str, Any]:
+    """``final``: h_K, the votes, the longest survivor and the averaged hypothesis."""
     def hypothesis(coefs: list[int], weight: int = 1) -> dict[str, Any]:
         """The state with dual coefficients ``coefs`` (and ``weight`` copies of b0)."""
+        eta = p["eta"]
         state: dict[str, Any] = {
-            "b": weight * b0 + eta * C * sum(a * l for a, l in zip(coefs, labels)),
+            "b": weight * p["b0"] + eta * p["C"] * sum(a * l for a, l in zip(coefs, labels)),
             "alpha": list(coefs),
         }
         if kern.is_linear:
             state["w"] = [eta * sum((a * l * row[i] for a, l, row in zip(coefs, labels, rows)
-                                     if a), Fraction(0)) for i in range(n)]
+                                     if a), Fraction(0)) for i in range(len(rows[0]))]
         return state
 
+    c = votes.votes
     final = hypothesis(alpha)
-    final["votes"] = votes
-    final["longest_survivor"] = {"index": longest[0], "vote": votes[longest[0]],
-                                 **hypothesis(longest[1])}
-    final["averaged"] = {"total_votes": sum(votes), **hypothesis(averaged, sum(votes))}
-    return Trace(algorithm="perceptron", form="reference", kernel=kern.spec,
-                 params=p, n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                 final=final, fragile=fragile, scores=scores if record_scores else None)
+    final["votes"] = c
+    final["longest_survivor"] = {"index": votes.longest[0], "vote": c[votes.longest[0]],
+                                 **hypothesis(votes.longest[1])}
+    final["averaged"] = {"total_votes": sum(c), **hypothesis(votes.averaged, sum(c))}
+    return final
 
 
 def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any],

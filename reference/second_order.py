@@ -444,88 +444,39 @@ class _Pinv:
 def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: Any = 1,
                  a_growth: Any = "constant", pseudoinverse: Any = False,
                  record_scores: bool = False) -> Trace:
-    """Run the Second-Order Perceptron over ``epochs`` passes of (X, y); the exact trace."""
+    """Run the Second-Order Perceptron over ``epochs`` passes of (X, y); the exact trace.
+
+    The trial loop of Figure 3.1: the state holder (``_Primal``, ``_IntDual``, ``_Dual`` or
+    ``_Pinv``) gives s = x_t^T A^{-1} v_{k-1} and q = x_t^T A^{-1} x_t, the score is
+    s / (1 + q) and its sign that of s (the sign identity); ``_FragileRule`` is the float64
+    error model, ``_final_state`` the trace's ``final``.
+    """
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
     p = resolve_params(dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse))
-    T, n = len(rows), len(rows[0])
+    T = len(rows)
     gram = Gram(kern, rows)
-    ctx = gram.ctx
-    if ctx is None:
-        one: Any = Fraction(1)
-        conv = lambda q: q  # noqa: E731
-    else:
-        one = ctx.mpf(1)
-        conv = lambda q: ctx.mpf(q.numerator) / q.denominator  # noqa: E731
-    if p["pseudoinverse"]:
-        state: Any = _Pinv(gram, one, ctx is None)
-    elif kern.is_linear:
-        state = _Primal(rows, p, one)
-    elif kern.is_rational:
-        state = _IntDual(gram, p)
-    else:
-        state = _Dual(gram, p, one, conv)
-
-    ops_base = (n + 8) * kern.depth + 8
+    state, one = _state_holder(rows, gram, p)
+    rule = _FragileRule(gram, labels, p["pseudoinverse"])
     mistakes: list[int] = []
     fragile: list[int] = []
     scores: list[Any] = []
-    mist_examples: list[int] = []
-    distinct: set[int] = set()
-    V2 = 0.0              # ||v||^2 in feature space (a magnitude: float is enough)
-    trC = 0.0             # trace of X X^T: sum of k(x_i, x_i) over the mistakes
-    ambiguous_from: int | None = None  # pseudoinverse: a rank decision float64 cannot make
 
     for t in range(epochs * T):
         j = t % T
         label = labels[j]
-        s, q = state.score(j)
-        if True:  # score_t = s / (1 + q), the sign identity (the shadow rule reads it)
-            scores.append(state.exact_score(s, q) if q is None else s / (1 + q))
-        k = len(mistakes)
-        c = gram(j, j)
-        ops = ops_base + k
-        kmag = max((gram.magnitude(i, j) for i in distinct), default=0.0)
-        if p["pseudoinverse"]:
-            kappa = state.condition()
-            if ambiguous_from is None and state.rank_ambiguous(ops):
-                ambiguous_from = t
-            scale = k / trC if trC else 1.0  # ||C^+|| in units of the mean k(x_i, x_i)
-        else:
-            a_now = float(state.a)
-            kappa = (a_now + trC) / a_now
-            scale = 1.0 / a_now
-        if ambiguous_from is not None:
+        s, q = state.score(j)  # s = x_t^T A^{-1} v_{k-1}, q = x_t^T A^{-1} x_t
+        # score_t = w_t . x_t = s / (1 + q), 1 + q > 0 (the shadow rule reads it)
+        scores.append(state.exact_score(s, q) if q is None else s / (1 + q))
+        if rule.flags(t, j, s, state):
             fragile.append(t)
-        elif p["pseudoinverse"] and not state.inside:
-            pass  # s = 0 by structure (x_t outside span(X)), not by cancellation: robust
-        else:
-            M = math.sqrt(magnitude_float(abs(c)) * max(V2, 0.0)) + k * kmag
-            err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (k + 1) * kappa * scale * M
-            if err and within(s, err):
-                fragile.append(t)
-        if label * s <= 0:
+        if label * s <= 0:  # mistake iff y_t score_t <= 0
             mistakes.append(t)
-            vx = sum(labels[i] * float(gram(i, j)) for i in mist_examples)
-            V2 = V2 + 2 * label * vx + float(c)
-            trC += float(magnitude_float(abs(c)))
-            mist_examples.append(j)
-            distinct.add(j)
-            state.mistake(j, label, q)
+            rule.mistake(j, label)
+            state.mistake(j, label, q)  # v_k = v_{k-1} + y_t x_t, X_k = S_t
 
-    final: dict[str, Any] = {"support": list(mist_examples)}
-    if kern.is_linear and not p["pseudoinverse"]:
-        final.update(state.final())
-    else:
-        alpha = state.alpha()
-        if kern.is_linear:
-            final["w"] = [sum((al * rows[i][c] for al, i in zip(alpha, mist_examples)),
-                              0 * one) for c in range(n)]
-            final["v"] = [sum((labels[i] * rows[i][c] for i in mist_examples), 0 * one)
-                          for c in range(n)]
-        else:
-            final["alpha"] = [to_fraction(v) for v in alpha]  # an mpf is a dyadic rational
+    final = _final_state(state, rows, labels, rule.support, kern, p, one)
     trace = Trace(algorithm="second_order", form="reference", kernel=kern.spec, params=p,
                   n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
                   final=final, fragile=fragile, scores=scores)
@@ -537,6 +488,98 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     if not record_scores:
         trace.scores = None
     return trace
+
+
+def _state_holder(rows: list[list[Fraction]], gram: Gram,
+                  p: dict[str, Any]) -> tuple[Any, Any]:
+    """The route that holds the state (module docstring) and the number 1 it computes with:
+    Fraction(1), or the context's mpf for the Gaussian kernel."""
+    kern, ctx = gram.kernel, gram.ctx
+    if ctx is None:
+        one: Any = Fraction(1)
+        conv = lambda q: q  # noqa: E731
+    else:
+        one = ctx.mpf(1)
+        conv = lambda q: ctx.mpf(q.numerator) / q.denominator  # noqa: E731
+    if p["pseudoinverse"]:
+        return _Pinv(gram, one, ctx is None), one
+    if kern.is_linear:
+        return _Primal(rows, p, one), one
+    if kern.is_rational:
+        return _IntDual(gram, p), one
+    return _Dual(gram, p, one, conv), one
+
+
+class _FragileRule:
+    """The stated fragile rule (SPEC.md): with k mistakes so far, m = (n + 8) depth + 8 + k
+    operations, kappa = (a + tr C) / a (a = a_k; the pseudoinverse: the condition of its
+    state) and M = sqrt(k(x_t, x_t)) ||v|| + k max_i |k(x_i, x_t)|, trial t is fragile iff
+    |s| <= 64 u m (k + 1) kappa M / a (||C^+|| in units of the mean k(x_i, x_i) for the
+    pseudoinverse).  A pseudoinverse rank decision float64 may take the other way flags its
+    trial and every later one; s = 0 outside span(X) is structural, never fragile."""
+
+    def __init__(self, gram: Gram, labels: list[int], pseudoinverse: bool):
+        self.gram, self.labels, self.pseudoinverse = gram, labels, pseudoinverse
+        n = len(gram.rows[0])
+        self.ops_base = (n + 8) * gram.kernel.depth + 8
+        self.support: list[int] = []  # the example of each mistake, in order
+        self.distinct: set[int] = set()
+        self.V2 = 0.0  # ||v||^2 in feature space (a magnitude: float is enough)
+        self.trC = 0.0  # trace of X X^T: sum of k(x_i, x_i) over the mistakes
+        self.ambiguous_from: int | None = None  # pseudoinverse: an undecidable rank
+
+    def flags(self, t: int, j: int, s: Any, state: Any) -> bool:
+        """Whether trial t (example j, exact s, the state before any mistake) is fragile."""
+        gram, k = self.gram, len(self.support)
+        c = gram(j, j)
+        ops = self.ops_base + k
+        kmag = max((gram.magnitude(i, j) for i in self.distinct), default=0.0)
+        if self.pseudoinverse:
+            kappa = state.condition()
+            if self.ambiguous_from is None and state.rank_ambiguous(ops):
+                self.ambiguous_from = t
+            scale = k / self.trC if self.trC else 1.0
+        else:
+            a_now = float(state.a)
+            kappa = (a_now + self.trC) / a_now
+            scale = 1.0 / a_now
+        if self.ambiguous_from is not None:
+            return True
+        if self.pseudoinverse and not state.inside:
+            return False  # s = 0 by structure (x_t outside span(X)), not by cancellation
+        M = math.sqrt(magnitude_float(abs(c)) * max(self.V2, 0.0)) + k * kmag
+        err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (k + 1) * kappa * scale * M
+        return bool(err and within(s, err))
+
+    def mistake(self, j: int, label: int) -> None:
+        """Add the mistake on example j: ||v||^2 and tr C grow (before the state's update)."""
+        gram, c = self.gram, self.gram(j, j)
+        vx = sum(self.labels[i] * float(gram(i, j)) for i in self.support)
+        self.V2 = self.V2 + 2 * label * vx + float(c)
+        self.trC += float(magnitude_float(abs(c)))
+        self.support.append(j)
+        self.distinct.add(j)
+
+
+def _final_state(state: Any, rows: list[list[Fraction]], labels: list[int],
+                 support: list[int], kern: Kernel, p: dict[str, Any],
+                 one: Any) -> dict[str, Any]:
+    """``final``: the mistakes' examples (``support``), and w = A_{K+1}^{-1} v_K with v_K
+    (linear kernel) or the dual coefficients alpha (other kernels)."""
+    final: dict[str, Any] = {"support": list(support)}
+    if kern.is_linear and not p["pseudoinverse"]:
+        final.update(state.final())
+        return final
+    alpha = state.alpha()
+    if kern.is_linear:
+        n = len(rows[0])
+        final["w"] = [sum((al * rows[i][c] for al, i in zip(alpha, support)), 0 * one)
+                      for c in range(n)]
+        final["v"] = [sum((labels[i] * rows[i][c] for i in support), 0 * one)
+                      for c in range(n)]
+    else:
+        final["alpha"] = [to_fraction(v) for v in alpha]  # an mpf is a dyadic rational
+    return final
 
 
 def _pinv_replay(X: Any, support: list[int], kern: Kernel) -> tuple[float, bool]:
