@@ -3,7 +3,8 @@
 Forms ``primal`` (w in float64; linear kernel; dense or CSR X) and ``dual`` (any kernel).
 Both follow ``reference.romma`` trial for trial (SPEC.md, "romma / pumma") and share the
 block-ahead driver: the state changes only at an update, so a block of upcoming trials is
-scored with one product.
+scored with one product.  The primal form also runs as a compiled per-trial loop
+(``fast._compiled_romma``; ``engine=``), the default when numba is installed.
 
 This module also holds what ROMMA and PUMMA share (``fast.pumma`` imports it):
 
@@ -32,13 +33,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import validate
+from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
-from .driver import run_blocks
+from . import _compiled
+from .driver import float_range_error, run_blocks
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
 #: in float64 (z parallel to v); see SPEC.md for how the reference treats such a trial.
@@ -84,6 +86,12 @@ def _row_add(X: Any, e: int, step: float, w: np.ndarray) -> None:
         w[X.indices[lo:hi]] += step * X.data[lo:hi]
     else:
         w += step * X[e]
+
+
+def _sqnorms(X: Any) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
 
 
 def _gram_pair(X: Any, e: int, f: int) -> float:
@@ -173,24 +181,98 @@ class PrimalSpace:
 class DualSpace:
     """w = sum_e a_e phi(x_e) over the examples that took part in an update (the support).
 
-    Kept: the coefficients a (by support position), the kernel rows k(x_s, X) of the support
-    (each computed once, up to ``KERNEL_CACHE_BYTES``; further rows are recomputed per block)
-    and the support's Gram matrix G (with 1/C added on its diagonal for the soft margin)."""
+    Kept (T examples, S support examples):
+
+    - the coefficients a, by support position;
+    - the kernel cache: for the first support examples, their kernel rows k(x_s, X) (T
+      values each, computed once when the example joins the support), in chunks that are
+      allocated as the support grows and never copied, within ``KERNEL_CACHE_BYTES`` in
+      all; a block's scores are ``a @ rows[:, block]`` over the chunks, plus, beyond the
+      cache, the block's kernel values against the remaining support computed per block;
+    - ``Ga`` = G~ a, G~ the support's Gram matrix with 1/C on its diagonal for the soft
+      margin: (G~ a)_s = w~.x~_s.  It gives v.x_e (``dot``) in O(1) and ||v||^2 = a.G~a
+      in O(S), and is carried through an update in O(S) (a <- eta a + lam sum_e c_e 1_e:
+      Ga <- eta Ga + lam sum_e c_e G~[:, e], gathered from e's cached row), so no
+      update costs O(S^2) and G~ itself is never stored.  The recurrence's rounding is
+      bounded by recomputing Ga from the cache every max(REFRESH, S) updates (O(S^2),
+      amortised O(S) per update).
+    """
+
+    #: the kernel cache grows by chunks of at most this many bytes (each a fresh array)
+    CHUNK_BYTES = 64 * 2**20
+    #: Ga is recomputed after at most max(REFRESH, S) updates
+    REFRESH = 64
 
     def __init__(self, X: Any, T: int, C: float | None, kernel: Kernel):
         self.X, self.kernel, self.T = X, kernel, T
         self.inv_c = 0.0 if C is None else 1.0 / C
         self.support: list[int] = []
+        self.sup = np.zeros(16, dtype=np.int64)   # the support as an array (gathers)
         self.slot = np.full(T, -1, dtype=np.int64)
         self.coef = np.zeros(16)
-        self.G = np.zeros((16, 16))
-        self.max_cached = max(1, KERNEL_CACHE_BYTES // (8 * T))
-        self.rows = np.zeros((min(16, self.max_cached), T))
+        self.Ga = np.zeros(16)
+        self.max_cached = max(1, min(T, KERNEL_CACHE_BYTES // (8 * T)))
+        self.chunks: list[np.ndarray] = []        # (k, T) arrays: row s = k(x_s, X)
+        self.capacity = 0                         # rows allocated over the chunks
+        self.sq = _sqnorms(X) if kernel.name == "rbf" else None
+        self.stale = 0                            # updates since Ga was recomputed
+
+    # -- the kernel cache -----------------------------------------------------------------
+    def _kernel_row(self, e: int) -> np.ndarray:
+        """k(x_e, X): one X x_e product (the squared norms of the Gaussian kernel are
+        computed once per run)."""
+        if sp.issparse(self.X):
+            dots = np.asarray((self.X @ self.X[e].T).todense()).ravel()
+        else:
+            dots = self.X @ self.X[e]
+        kern = self.kernel
+        if kern.name == "linear":
+            return dots
+        if kern.name == "poly":
+            return (float(kern.gamma) * dots + float(kern.coef0)) ** kern.degree
+        assert self.sq is not None
+        d2 = self.sq + self.sq[e] - 2.0 * dots
+        np.maximum(d2, 0.0, out=d2)  # cancellation can leave tiny negatives
+        return np.exp(-float(kern.gamma) * d2)
+
+    def _store(self, s: int, row: np.ndarray) -> None:
+        """Cache row s (the next one): a new chunk, sized to double the cache, when full."""
+        if s == self.capacity:
+            k = min(self.max_cached - s, max(16, s), max(1, self.CHUNK_BYTES // (8 * self.T)))
+            self.chunks.append(np.zeros((k, self.T)))
+            self.capacity += k
+        self._cached_row(s)[:] = row
+
+    def _cached_row(self, s: int) -> np.ndarray:
+        for chunk in self.chunks:
+            if s < chunk.shape[0]:
+                return chunk[s]
+            s -= chunk.shape[0]
+        raise IndexError(s)
+
+    def _cached_block(self, idx: Any, cached: int) -> np.ndarray:
+        """k(x_s, x_i) for the first ``cached`` support examples s and the examples ``idx``
+        (a slice or an index array), from the cache: (cached, len(idx))."""
+        parts, left = [], cached
+        for chunk in self.chunks:
+            if left <= 0:
+                break
+            k = min(left, chunk.shape[0])
+            parts.append(chunk[:k, idx])
+            left -= k
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
 
     def block_scores(self, start: int, stop: int) -> np.ndarray:
         S = len(self.support)
         cached = min(S, self.max_cached)
-        s = self.coef[:cached] @ self.rows[:cached, start:stop]
+        s = np.zeros(stop - start)
+        pos = 0
+        for chunk in self.chunks:
+            k = min(cached - pos, chunk.shape[0])
+            if k <= 0:
+                break
+            s += self.coef[pos:pos + k] @ chunk[:k, start:stop]
+            pos += k
         if S > cached:
             extra = self.kernel.matrix(self.X[start:stop], self.X[self.support[cached:]])
             s += extra @ self.coef[cached:S]
@@ -206,41 +288,65 @@ class DualSpace:
         out[inside] = self.coef[slots[inside]] * self.inv_c
         return out
 
+    def _gram_column(self, e: int) -> np.ndarray:
+        """G~[:, e] over the support: k(x_s, x_e) (+ 1/C at e's own position)."""
+        S, s = len(self.support), int(self.slot[e])
+        if s < self.max_cached:
+            out = self._cached_row(s)[self.sup[:S]]
+        else:
+            out = self.kernel.matrix(self.X[self.support], self.X[e:e + 1])[:, 0]
+        if self.inv_c:
+            out[s] += self.inv_c
+        return out
+
     def ensure(self, e: int) -> None:
-        """Make example e a support example (coefficient 0), computing its kernel row."""
+        """Make example e a support example (coefficient 0), computing its kernel row
+        (against every example while the cache has room, else against the support)."""
         if self.slot[e] >= 0:
             return
         S = len(self.support)
         if S == self.coef.shape[0]:
             self.coef = np.concatenate([self.coef, np.zeros(S)])
-            G = np.zeros((2 * S, 2 * S))
-            G[:S, :S] = self.G[:S, :S]
-            self.G = G
+            self.Ga = np.concatenate([self.Ga, np.zeros(S)])
+            self.sup = np.concatenate([self.sup, np.zeros(S, dtype=np.int64)])
         if S < self.max_cached:
-            if S == self.rows.shape[0]:
-                grown = np.zeros((min(2 * S, self.max_cached), self.T))
-                grown[:S] = self.rows
-                self.rows = grown
-            self.rows[S] = self.kernel.matrix(self.X[e:e + 1], self.X)[0]
-            k = self.rows[S, self.support + [e]]
+            row = self._kernel_row(e)
+            self._store(S, row)
+            k = row[self.sup[:S]]
         else:
-            k = self.kernel.matrix(self.X[e:e + 1], self.X[self.support + [e]])[0]
+            k = self.kernel.matrix(self.X[self.support], self.X[e:e + 1])[:, 0]
         self.slot[e] = S
         self.support.append(e)
-        self.G[S, :S + 1] = k
-        self.G[:S + 1, S] = k
-        self.G[S, S] += self.inv_c
+        self.sup[S] = e
+        self.Ga[S] = float(k @ self.coef[:S])  # a_e = 0: no other entry of G~a changes
 
-    def _Ga(self) -> np.ndarray:
+    def _refresh(self) -> None:
+        """Ga = G~ a recomputed from the cache (and the kernel beyond it)."""
         S = len(self.support)
-        return self.G[:S, :S] @ self.coef[:S]
+        cached = min(S, self.max_cached)
+        sup = self.sup[:S]
+        Ga = self.coef[:cached] @ self._cached_block(sup, cached)
+        if S > cached:
+            Ga += self.kernel.matrix(self.X[self.support], self.X[self.support[cached:]]) \
+                @ self.coef[cached:S]
+        self.Ga[:S] = Ga + self.inv_c * self.coef[:S]
+        self.stale = 0
 
     def dot(self, e: int) -> float:
-        S = len(self.support)
-        return float(self.G[self.slot[e], :S] @ self.coef[:S])
+        """w~.x~_e for a support example e."""
+        return float(self.Ga[self.slot[e]])
 
     def gram(self, e: int, f: int) -> float:
-        return float(self.G[self.slot[e], self.slot[f]])
+        """G~[e, f] for support examples e and f."""
+        (hi, lo_example), (lo, hi_example) = sorted(
+            [(int(self.slot[e]), f), (int(self.slot[f]), e)], reverse=True)
+        if hi < self.max_cached:      # the later row (it was computed with the other in X)
+            out = float(self._cached_row(hi)[lo_example])
+        elif lo < self.max_cached:
+            out = float(self._cached_row(lo)[hi_example])
+        else:
+            out = float(self.kernel.matrix(self.X[e:e + 1], self.X[f:f + 1])[0, 0])
+        return out + (self.inv_c if e == f else 0.0)
 
     def residual(self, zc: list[tuple[int, float]]) -> Any:
         return None  # no vectors: step2 uses ||z||^2 ||v||^2 - (v.z)^2
@@ -259,14 +365,19 @@ class DualSpace:
 
     def norm2(self) -> float:
         S = len(self.support)
-        return float(self.coef[:S] @ self._Ga())
+        return float(self.coef[:S] @ self.Ga[:S])
 
     def apply(self, lam: float, eta: float, zc: list[tuple[int, float]]) -> None:
         S = len(self.support)
         if eta != 1.0:
             self.coef[:S] *= eta
+            self.Ga[:S] *= eta
         for e, coef in zc:
             self.coef[self.slot[e]] += lam * coef
+            self.Ga[:S] += (lam * coef) * self._gram_column(e)
+        self.stale += 1
+        if self.stale >= max(self.REFRESH, S):
+            self._refresh()
 
     def coefficients(self) -> np.ndarray:
         """a_e for every example (0 outside the support)."""
@@ -382,7 +493,10 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 
 
 def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-               record_scores: bool) -> Trace:
+               record_scores: bool, engine: str = "numpy") -> Trace:
+    chosen = _compiled.choose(engine)
+    if form == "primal" and chosen == "numba":
+        return _primal_compiled(X, y, epochs, kernel, given, record_scores)
     model, p, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="romma", form=form, kernel=parse_kernel(kernel).spec, params=p,
@@ -390,12 +504,51 @@ def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
                  updates=result.updates, final=model.final(), scores=result.scores)
 
 
+def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+                     record_scores: bool) -> Trace:
+    """The primal run by the compiled per-trial loop (``fast._compiled_romma``).  Dense X
+    is not checked for NaN or infinity beforehand: the loop's scores are that check (a row
+    holding one scores NaN or infinity), reported as validate() reports it."""
+    from . import _compiled_romma
+
+    kern = parse_kernel(kernel)
+    p = PARAMS.resolve(given)
+    if not kern.is_linear:
+        raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    X, y = validate(X, y, check_finite=False)
+    epochs = check_epochs(epochs)
+    T, n = X.shape
+    dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+    w = np.zeros(n)
+    state = np.array([-1.0, 0.0, 0.0, 0.0])
+    trials = epochs * T
+    mistakes, updates = np.empty(trials, dtype=np.int64), np.empty(trials, dtype=np.int64)
+    scores = np.zeros(trials if record_scores else 1)
+    bad = _compiled_romma.loops().romma_primal(
+        dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
+        1.0 - float(p["delta"]), w, np.zeros(n if sparse else 1), state, mistakes, updates,
+        scores, record_scores)
+    if bad >= 0:
+        if not sparse:
+            check_finite_rows(X)  # a NaN or infinity in X: validate()'s report
+        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+    return Trace(algorithm="romma", form="primal", kernel=kern.spec, params=p,
+                 n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
+                 updates=updates[:int(state[3])].tolist(), final={"w": w.tolist()},
+                 scores=scores.tolist() if record_scores else None)
+
+
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
-           numbers: Any = "auto", record_scores: bool = False) -> Trace:
-    """Primal form: w in float64, block-ahead scoring with X[block] @ w.  ``numbers`` is the
-    reference's arithmetic; it is checked and recorded, and does not change a float64 run."""
+           numbers: Any = "auto", record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Primal form: w in float64.  ``numbers`` is the reference's arithmetic; it is checked
+    and recorded, and does not change a float64 run.
+
+    ``engine``: "numba" runs the compiled per-trial loop (``fast._compiled_romma``), "numpy"
+    the block-ahead driver scoring a block with X[block] @ w, "auto" (the default) the
+    compiled loop when numba is installed (``fast._compiled`` says how numba is found).
+    Under ``forced_updates`` (shadow runs) the numpy path runs whatever was asked."""
     return _romma_run("primal", X, y, epochs, kernel, dict(delta=delta, numbers=numbers),
-                      record_scores)
+                      record_scores, engine)
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,

@@ -36,16 +36,19 @@ def validate(X: Any, y: Any, *, where: str = "data",
     Labels are -1 or +1; with ``classes`` (one-vs-rest data) any integers, the class labels.
 
     X comes back as the caller's own array when it is already a C-contiguous float64 array
-    (no copy of a large data set; no implementation writes to X), else as a converted copy.
+    (no copy of a large data set; no implementation writes to X), else as a converted copy;
+    likewise a CSR matrix that is already canonical (:func:`canonical_csr`), else a float64
+    CSR copy with duplicates summed and indices sorted.
     ``check_finite=False`` leaves the NaN/infinity check of a dense X to a caller that makes
     it on its own first pass over the data (:func:`check_finite_rows`).
     """
     if sp.issparse(X):
         if X.ndim != 2:
             raise DataError(f"{where}: X must be 2-dimensional")
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
-        X.sort_indices()
+        if not canonical_csr(X):
+            X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+            X.sum_duplicates()
+            X.sort_indices()
         values = X.data
     else:
         try:
@@ -89,6 +92,17 @@ def validate(X: Any, y: Any, *, where: str = "data",
             "-1 or +1 (class labels need one-vs-rest: --multiclass ovr)"
         raise DataError(f"{where}: label {label!r} at row {i} is not {wanted}")
     return X, y_arr.astype(np.int64)
+
+
+def canonical_csr(X: Any) -> bool:
+    """Whether X is already what :func:`validate` returns for sparse input: a
+    ``scipy.sparse.csr_matrix`` of float64 with int32 index arrays (the compiled loops'
+    signature), sorted indices and no duplicate entries.  scipy's own
+    ``has_canonical_format`` decides the last two (one pass over the indices, remembered by
+    the matrix: a matrix built by ``sum_duplicates`` or ``sort_indices`` costs nothing)."""
+    return (isinstance(X, sp.csr_matrix) and X.dtype == np.float64
+            and X.indices.dtype == np.int32 and X.indptr.dtype == np.int32
+            and bool(X.has_canonical_format))
 
 
 def check_finite_rows(values: np.ndarray, where: str = "data") -> None:

@@ -1,10 +1,18 @@
 """Benchmarks: the fast ROMMA and PUMMA forms on section 5.1's r-of-k data, and the paper's
-experiment (updates and margin per algorithm).
+experiment (updates and margin per algorithm); ROMMA's primal engines and dual form against
+their floor and plain per-trial loops.
 
 By hand (the paper's size: n = 100, k = 16, 1,000 examples, delta = 0.1; prints the table
 and the per-form times measured in one run, as ratios):
 
     pytest tests/benchmarks -k romma_pumma --benchmark-enable -s
+
+``test_romma_ratios`` (20,000 x 100 dense for the primal, 2,000 x 50 for the linear-kernel
+dual, at a low and a high update rate) stores in ``extra_info``, all measured in one run:
+fast/floor (the
+floor: one ``X @ w`` pass; for the dual the T x |S| kernel block against the run's final
+support set), fast/numpy (the block-ahead engine), fast/np loop (a plain per-trial numpy
+loop of ROMMA) and fast/numba loop (that loop compiled by numba, scalar dot products).
 
 In CI (``--benchmark-disable``) every benchmark runs once on small data as a correctness
 check: the block-ahead forms must make exactly the plain per-trial loop's updates.
@@ -18,7 +26,9 @@ import time
 import numpy as np
 import pytest
 
+from perceptron_oracle.benchmarks import dense_data
 from perceptron_oracle.experiments import pumma as experiment
+from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import pumma as fast_pumma
 from perceptron_oracle.fast import romma as fast_romma
 
@@ -126,3 +136,152 @@ def test_ratios_and_the_papers_experiment(benchmark):
           + experiment.format_table(rows))
     by = {(row["p"], row["r"], row["algorithm"]): row for row in rows}
     assert by[("2", 1, "pumma")]["updates"] < by[("2", 1, "romma+aug")]["updates"]
+
+
+# -- ROMMA: engines, floor and plain loops ----------------------------------------------------
+
+def plain_romma(X: np.ndarray, y: np.ndarray, delta: float) -> list[int]:
+    """ROMMA(delta), one epoch, as a per-trial numpy loop (one dot product per trial; the
+    closed forms (15)/(19) with D = ||z||^2 ||v - (v.z/||z||^2) z||^2 at each update)."""
+    w = np.zeros(X.shape[1])
+    updates, last = [], -1
+    for t in range(len(y)):
+        vz = y[t] * (X[t] @ w)
+        if vz >= 1 - delta or t == last:
+            continue
+        z = y[t] * X[t]
+        zz, vv = z @ z, w @ w
+        if vv == 0 or vz >= zz * vv:
+            w = z / zz
+        else:
+            d = w - (vz / zz) * z
+            D = zz * (d @ d)
+            w = (vv * (1 - vz) / D) * z + ((zz * vv - vz) / D) * w
+        updates.append(t)
+        last = t
+    return updates
+
+
+def plain_romma_dual(X: np.ndarray, y: np.ndarray, kernel, delta: float) -> list[int]:
+    """The dual as a per-trial numpy loop: one kernel row against the support per trial,
+    G a and ||v||^2 from the support's Gram row (the closed forms with ||z||^2 ||v||^2 -
+    (v.z)^2, as fast.romma's dual)."""
+    support: list[int] = []
+    a = np.zeros(0)
+    Ga = np.zeros(0)
+    updates, last = [], -1
+    for t in range(len(y)):
+        k = kernel.matrix(X[t:t + 1], X[support])[0] if support else np.zeros(0)
+        vz = y[t] * float(k @ a)
+        if vz >= 1 - delta or t == last:
+            continue
+        if t not in support:
+            support.append(t)
+            a, k_tt = np.append(a, 0.0), float(kernel.matrix(X[t:t + 1], X[t:t + 1])[0, 0])
+            Ga = np.append(Ga, float(k @ a[:-1]))
+            k = np.append(k, k_tt)
+        s = support.index(t)
+        zz, vv = k[s], float(a @ Ga)
+        if vv == 0 or vz >= zz * vv:
+            lam, eta = 1 / zz, 0.0
+        else:
+            D = zz * vv - vz * vz
+            lam, eta = vv * (1 - vz) / D, (zz * vv - vz) / D
+        a *= eta
+        a[s] += lam * y[t]
+        Ga = eta * Ga + lam * y[t] * kernel.matrix(X[support], X[t:t + 1])[:, 0]
+        updates.append(t)
+        last = t
+    return updates
+
+
+def _numba_romma():
+    import numba
+
+    @numba.njit(cache=False, error_model="numpy")
+    def loop(X, y, threshold, flags):
+        n = X.shape[1]
+        w = np.zeros(n)
+        last = -1
+        for t in range(X.shape[0]):
+            s = 0.0
+            for i in range(n):
+                s += X[t, i] * w[i]
+            vz = y[t] * s
+            if vz >= threshold or t == last:
+                continue
+            zz = 0.0
+            vv = 0.0
+            for i in range(n):
+                zz += X[t, i] * X[t, i]
+                vv += w[i] * w[i]
+            if vv == 0 or vz >= zz * vv:
+                lam, eta = 1 / zz, 0.0
+            else:
+                r = vz / zz
+                res = 0.0
+                for i in range(n):
+                    d = w[i] - r * y[t] * X[t, i]
+                    res += d * d
+                D = zz * res
+                lam, eta = vv * (1 - vz) / D, (zz * vv - vz) / D
+            for i in range(n):
+                w[i] = eta * w[i] + lam * y[t] * X[t, i]
+            flags[t] = 1
+            last = t
+
+    def run(X, y, delta):
+        flags = np.zeros(len(y), dtype=np.uint8)
+        loop(X, y.astype(np.float64), 1 - delta, flags)
+        return np.flatnonzero(flags).tolist()
+    return run
+
+
+ROMMA_CASES = {  # (form, rate): (rows, columns, label noise, delta)
+    ("primal", "low"): (20_000, 100, 0.0, 0.9),
+    ("primal", "high"): (20_000, 100, 0.1, 0.0),
+    ("dual", "low"): (2_000, 50, 0.0, 0.9),
+    ("dual", "high"): (2_000, 50, 0.1, 0.0),
+}
+
+
+@pytest.mark.parametrize("form,rate", list(ROMMA_CASES))
+def test_romma_ratios(benchmark, form, rate):
+    """ROMMA against its floor and plain loops, every time measured in this one run; in CI
+    a tenth of the rows, once, and the loops must make the fast form's updates."""
+    T, n, noise, delta = ROMMA_CASES[(form, rate)]
+    full = not benchmark.disabled
+    X, y = dense_data(T if full else T // 10, n, noise)
+    repeat = 5 if full else 1
+    frac = "9/10" if delta else 0
+    if form == "primal":
+        def fast(engine="auto"):
+            return fast_romma.primal(X, y, delta=frac, engine=engine)
+        w = np.ones(n)
+        floor = lambda: X @ w  # noqa: E731
+        loops = {"np loop": lambda: plain_romma(X, y, delta)}
+        if _compiled.available():
+            numba_loop = _numba_romma()
+            numba_loop(X[:50], y[:50], delta)  # compile outside the timings
+            loops["numba loop"] = lambda: numba_loop(X, y, delta)
+    else:
+        from perceptron_oracle.kernels import parse_kernel
+        kern = parse_kernel("linear")
+
+        def fast(engine="auto"):
+            return fast_romma.dual(X, y, delta=frac, kernel=kern.spec)
+        support = sorted(set(fast().updates))
+        floor = lambda: kern.matrix(X, X[support])  # noqa: E731
+        loops = {"np loop": lambda: plain_romma_dual(X, y, kern, delta)}
+    trace = benchmark.pedantic(fast, rounds=repeat if full else 1)
+    times = {"fast": _timed(fast, repeat=repeat), "floor": _timed(floor, repeat=4 * repeat)}
+    if form == "primal":
+        times["numpy"] = _timed(lambda: fast("numpy"), repeat=max(1, repeat // 2))
+    for name, loop in loops.items():
+        assert loop() == trace.updates, f"{name} makes other updates"
+        times[name] = _timed(loop, repeat=1 if name == "np loop" else repeat)
+    info = {"rows": X.shape[0], "update_rate": len(trace.updates) / X.shape[0],
+            "us_per_trial": {k: v / X.shape[0] * 1e6 for k, v in times.items()}}
+    info.update({f"fast/{k}": times["fast"] / v for k, v in times.items() if k != "fast"})
+    benchmark.extra_info.update(info)
+    print(f"\nromma {form} {rate}: {info}")
