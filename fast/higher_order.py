@@ -9,7 +9,7 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
   as one BLAS ``dsyr2`` on the upper triangle; w_k = A_k v_k by ``dsymv``.  O(n^2) per
   mistake.  With numba installed, runs of at least ``COMPILED_MIN_TRIALS`` trials (dense X,
   no recorded scores, not a shadow run) take a compiled per-trial loop making the same BLAS
-  calls through scipy's ``cython_blas`` (``ENGINE``: "auto", "numpy", "numba").
+  calls through scipy's ``cython_blas`` (keyword ``engine``: "auto", "numpy", "numba").
 - ``dual`` (p = 2, any kernel): A_k = I + X_k D_k X_k^T, w_k = X_k g_k with g_k = y_k + D_k h_k,
   h_k = X_k^T X_k y_k, D_k (packed, ``Packed``) grown by the row/column -rho b,
   d_kk = rho^2 c^T b - 2 rho + rho^2 k(x, x) (item 2, derived for non-unit x).  D is
@@ -109,9 +109,9 @@ class OneBlasThread:
 
 
 # -- the compiled per-trial engine (numba, optional) -------------------------------------------
-#: "auto" (numba when it is installed and the run is long enough), "numpy" or "numba".  Tests
-#: set it to force a path; the forms' signatures stay the reference's.
-ENGINE = "auto"
+#: The keyword ``engine`` of the primal and implicit forms (and of SOP's primal): "auto" (numba
+#: when it is installed and the run is long enough), "numpy" or "numba".
+ENGINES = ("auto", "numpy", "numba")
 #: "auto" compiles only for runs of at least this many trials (epochs x T): the first call in a
 #: process pays the JIT (about half a second per kernel), which a short run does not recover.
 COMPILED_MIN_TRIALS = 5000
@@ -126,14 +126,21 @@ def numba_available() -> bool:
     return True
 
 
+def check_engine(engine: str) -> str:
+    """``engine`` if it is one of ``ENGINES`` (and numba is installed for "numba"), else a
+    ParamError; checked before any data work, whichever path the run then takes."""
+    if engine not in ENGINES:
+        raise ParamError(f"engine: one of {', '.join(ENGINES)} (got {engine!r})")
+    if engine == "numba" and not numba_available():
+        raise ParamError("engine numba: numba is not installed (pip install numba)")
+    return engine
+
+
 def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
     """Whether a run takes the compiled per-trial loop.  Shadow runs (``forced_updates``),
     recorded scores and CSR input keep the numpy path."""
     from .driver import in_forced_run
-    if engine not in ("auto", "numpy", "numba"):
-        raise ParamError(f"engine: one of auto, numpy, numba (got {engine!r})")
-    if engine == "numba" and not numba_available():
-        raise ParamError("engine numba: numba is not installed (pip install numba)")
+    check_engine(engine)
     if engine == "numpy" or record or not dense or in_forced_run():
         return False
     if engine == "numba":
@@ -720,8 +727,12 @@ FORMS = {"primal": _Primal, "dual": _Dual, "implicit": _Implicit}
 
 
 def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
-              record_scores: bool = False, **given: Any) -> tuple[Trace, _Model]:
-    """Run one form; returns the trace and the model (its state, for tests)."""
+              record_scores: bool = False, engine: str = "auto",
+              **given: Any) -> tuple[Trace, _Model]:
+    """Run one form; returns the trace and the model (its state, for tests).  ``engine``:
+    the compiled loop or the numpy driver for the primal form and the implicit one once it
+    continues as the primal (``ENGINES``; the dual form has the driver only)."""
+    check_engine(engine)
     kern = parse_kernel(kernel)
     params = resolve_params(given)
     if form != "dual" and not kern.is_linear:
@@ -735,7 +746,7 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch
                                 and X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N)
     with OneBlasThread():
-        if fast and use_compiled(ENGINE, y.shape[0] * epochs, not sp.issparse(X),
+        if fast and use_compiled(engine, y.shape[0] * epochs, not sp.issparse(X),
                                  record_scores):
             result = run_compiled(model, y.shape[0], epochs)
         else:
@@ -766,10 +777,11 @@ def _final(model: _Model, form: str) -> dict[str, Any]:
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
            c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
-           record_scores: bool = False) -> Trace:
-    """Primal form (p = 2): A_k explicit, O(n^2) per mistake (section 2 item 1)."""
+           record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Primal form (p = 2): A_k explicit, O(n^2) per mistake (section 2 item 1).
+    ``engine``: "auto", "numpy" or "numba" (the module docstring)."""
     return run_model("primal", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
-                     sparse=sparse, record_scores=record_scores)[0]
+                     sparse=sparse, record_scores=record_scores, engine=engine)[0]
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
@@ -782,7 +794,8 @@ def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
 
 def implicit(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
              c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
-             record_scores: bool = False) -> Trace:
-    """Implicit primal form (any p): B unwrapped factor by factor (section 2 item 3)."""
+             record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Implicit primal form (any p): B unwrapped factor by factor (section 2 item 3).
+    ``engine``: as the primal form's, once the form continues as the primal at p = 2."""
     return run_model("implicit", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
-                     sparse=sparse, record_scores=record_scores)[0]
+                     sparse=sparse, record_scores=record_scores, engine=engine)[0]

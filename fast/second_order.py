@@ -10,7 +10,8 @@ block of trials is decided by one product; the recorded score is the paper's w_t
   updates in place (dsymv, dsyr, dsymv; ``_Primal``), u = A^{-1} v; a block is
   X[block] @ u.  With numba installed, runs of at least
   ``fast.higher_order.COMPILED_MIN_TRIALS`` trials (dense X, no recorded scores, not a
-  shadow run) take a compiled per-trial loop making the same BLAS calls (``ENGINE``).
+  shadow run) take a compiled per-trial loop making the same BLAS calls (keyword ``engine``:
+  "auto", "numpy" or "numba").
 - ``dual`` (any kernel; Theorem 3.3): H = (a_k I + G)^{-1} over the mistakes, packed and
   grown by a bordered update in place, the kernel row of each mistake against X (one row per
   mistake); a block is (H y)^T K[mistakes, block].
@@ -39,13 +40,17 @@ from ..reference.common import check_epochs
 from ..reference.second_order import PINV_RANK_TOL, a_k, resolve_params
 from ..trace import Trace
 from .driver import run_blocks
-from .higher_order import OneBlasThread, Packed, blas_pointers, run_compiled, use_compiled
+from .higher_order import (
+    OneBlasThread,
+    Packed,
+    blas_pointers,
+    check_engine,
+    run_compiled,
+    use_compiled,
+)
 
 DRIFT_EVERY = 32
 DRIFT_TOL = 1e-9
-#: The primal form's engine: "auto" (the compiled loop when numba is installed and the run
-#: has at least ``fast.higher_order.COMPILED_MIN_TRIALS`` trials), "numpy" or "numba".
-ENGINE = "auto"
 
 
 def _dense_row(X: Any, j: int) -> np.ndarray:
@@ -63,7 +68,7 @@ class _Primal:
     mistakes, p a fixed probe) by C p += x (x.p), O(n) per mistake, so the residual
     A^{-1} (a p + C p) - p costs one dsymv; C itself is formed only for a refactor (and, for
     the adaptive a_k, kept by one more dsyr per mistake since every mistake refactors).
-    The compiled engine (``fast.higher_order.ENGINE``) runs the same calls per trial."""
+    The compiled engine (``primal(..., engine=...)``) runs the same calls per trial."""
 
     def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], record: bool):
         self.X, self.y, self.p, self.record = X, y, p, record
@@ -451,7 +456,8 @@ class _Pinv:
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-         record_scores: bool) -> Trace:
+         record_scores: bool, engine: str = "auto") -> Trace:
+    check_engine(engine)
     kern = parse_kernel(kernel)
     p = resolve_params(given)
     if form == "primal" and not kern.is_linear:
@@ -466,7 +472,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
         model = _Dual(X, y, p, kern, record_scores)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"), OneBlasThread():
         if isinstance(model, _Primal) and use_compiled(
-                ENGINE, y.shape[0] * epochs, not sp.issparse(X), record_scores):
+                engine, y.shape[0] * epochs, not sp.issparse(X), record_scores):
             result = run_compiled(model, y.shape[0], epochs)
         else:
             result = run_blocks(model, y, epochs, record_scores)
@@ -480,10 +486,12 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: Any = 1,
            a_growth: Any = "constant", pseudoinverse: Any = False,
-           record_scores: bool = False) -> Trace:
-    """Primal form: (a_k I + X X^T)^{-1} by rank-one updates; linear kernel only."""
+           record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Primal form: (a_k I + X X^T)^{-1} by rank-one updates; linear kernel only.
+    ``engine``: "auto", "numpy" or "numba" (the module docstring)."""
     return _run("primal", X, y, epochs, kernel,
-                dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse), record_scores)
+                dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse), record_scores,
+                engine)
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: Any = 1,

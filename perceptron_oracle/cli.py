@@ -54,6 +54,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                                "(the main job)")
     check.add_argument("--golden", default=None, metavar="DIR",
                        help="the golden files (default: conformance_data/)")
+    check.add_argument("--algorithm", action="append", default=None,
+                       help="only the cases of this algorithm (repeatable)")
 
     golden = commands.add_parser("golden", help="regenerate the golden files from the "
                                                  "reference")
@@ -189,10 +191,17 @@ def _golden_dir(args: argparse.Namespace) -> Any:
 
 
 def _check(args: argparse.Namespace) -> int:
-    """One row per (algorithm, form, group): cases, passed, excused at a fragile trial, time."""
+    """One row per (algorithm, form, group): cases, passed, excused at a fragile trial, time.
+    The forms are every registered fast form that takes the case's kernel and parameters
+    (``verify.forms_for``, from the registry's declarations)."""
     from . import golden, verify
+    from .registry import get
 
     cases = golden.load(_golden_dir(args))
+    if args.algorithm:
+        for name in args.algorithm:
+            get(name)  # an unknown name is an input error, not "nothing to check"
+        cases = [c for c in cases if c.algorithm in args.algorithm]
     jobs = [(case, form) for case in cases for form in verify.forms_for(case)]
     rows: dict[tuple[str, str, str, int, str], list[verify.CaseResult]] = {}
     progress = verify.progress_bar()
@@ -207,18 +216,23 @@ def _check(args: argparse.Namespace) -> int:
                             f"{result.message}")
         if progress:
             progress(i + 1, len(jobs))
-    print(f"{'algorithm':<18}{'form':<10}{'group':<22}{'cases':>6}{'pass':>6}{'fragile':>8}"
-          f"{'seconds':>9}  comment")
+    width = max([10, *(len(form) + 2 for _, form in jobs)])   # a registered form's name
+    print(f"{'algorithm':<18}{'form':<{width}}{'group':<22}{'cases':>6}{'pass':>6}"
+          f"{'fragile':>8}{'seconds':>9}  comment")
     for (algorithm, form, file, group, comment), results in sorted(rows.items()):
         passed = sum(r.ok for r in results)
         excused = sum(r.excused for r in results)
         short = comment if len(comment) <= 48 else comment[:45] + "..."
-        print(f"{algorithm:<18}{form:<10}{f'{file}#{group}':<22}{len(results):>6}{passed:>6}"
-              f"{excused:>8}{sum(r.seconds for r in results):>9.3f}  {short}")
+        print(f"{algorithm:<18}{form:<{width}}{f'{file}#{group}':<22}{len(results):>6}"
+              f"{passed:>6}{excused:>8}{sum(r.seconds for r in results):>9.3f}  {short}")
     for line in failures:
         print(line)
     total = len(jobs)
     print(f"{total - len(failures)} passed, {len(failures)} failed")
+    if not jobs:
+        print("nothing was checked: no golden case with a registered fast form taking it",
+              file=sys.stderr)
+        return 1
     return 1 if failures else 0
 
 

@@ -27,11 +27,13 @@ from .data import Dataset
 from .errors import OracleInputError
 from .registry import ALGORITHMS, run
 
-#: The algorithms and the parameters the table runs them with (defaults, linear kernel).
+#: Parameters the table runs beside an algorithm's defaults.
+EXTRA_PARAMS: dict[str, list[dict[str, Any]]] = {"pumma": [{"C": 1}]}
+#: The algorithms and the parameters the table runs them with (every registered algorithm
+#: with its defaults, then EXTRA_PARAMS; linear kernel).
 RUNS: list[tuple[str, dict[str, Any]]] = [
-    ("perceptron", {}), ("higher_order", {}), ("pnorm_perceptron", {}),
-    ("second_order", {}), ("romma", {}), ("pumma", {}), ("pumma", {"C": 1}), ("alma", {}),
-]
+    (name, params) for name in ALGORITHMS
+    for params in [{}, *EXTRA_PARAMS.get(name, [])]]
 
 DATA: list[tuple[str, Callable[[], Dataset]]] = [
     ("Wdbc raw", lambda: datasets.wdbc()),

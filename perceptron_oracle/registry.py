@@ -1,16 +1,24 @@
 """Every algorithm, its implementations and its forms, under their canonical names.
 
 One protocol for all: an implementation is a callable ``f(X, y, *, epochs, kernel, <params>,
-record_scores) -> Trace``.  Tests, the command line and ``run`` find implementations here, so a
-new family only adds an :class:`Algorithm` to ``ALGORITHMS``.
+record_scores) -> Trace``.  Each fast form is declared once, as a :class:`Form` that says
+what it takes (the linear kernel only or any kernel; p = 2 only or any p; CSR input; the
+keyword ``engine``), and every consumer reads the forms from here: ``run``, the differential
+suite, ``perceptron-oracle check`` and ``verify.forms_for``, the shadow runs of the fragile
+rule (``reference.common.shadow_errors``), ``fuzz``, ``fragility``, the estimators and the
+benchmarks.  A new family adds an :class:`Algorithm` to ``ALGORITHMS``; a new form of a
+family is one :func:`register_form` call (or one more :class:`Form` in the family's entry).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import InitVar, dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
+
+import scipy.sparse as sp
 
 from .errors import ParamError, UnknownAlgorithmError
 from .fast import alma as alma_fast
@@ -35,13 +43,97 @@ Implementation = Callable[..., Trace]
 
 
 @dataclass(frozen=True)
+class Form:
+    """One fast form of an algorithm and what it takes.
+
+    ``run`` follows the reference's protocol (the same keywords and defaults, plus ``engine``
+    when ``engine`` is true).  ``kernels``: "linear" (the linear kernel only) or "any";
+    ``p2_only``: the form takes p = 2 only (the others take every p the algorithm takes);
+    ``sparse``: X may be a scipy CSR matrix; ``engine``: the form takes the keyword
+    ``engine`` ("auto", "numpy" or "numba": the compiled per-trial loop or the block-ahead
+    driver, SPEC.md section 8).
+    """
+
+    name: str
+    run: Implementation
+    kernels: Literal["linear", "any"] = "linear"
+    p2_only: bool = False
+    sparse: bool = True
+    engine: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier() or self.name == "reference":
+            raise ValueError(f"a form's name is an identifier other than 'reference', "
+                             f"not {self.name!r}")
+        if self.kernels not in ("linear", "any"):
+            raise ValueError(f"form {self.name}: kernels is 'linear' or 'any', "
+                             f"not {self.kernels!r}")
+        if not callable(self.run):
+            raise ValueError(f"form {self.name}: run is not callable")
+
+    def takes(self, kernel: Any, p: Any = 2, sparse: bool = False) -> bool:
+        """Whether this form takes a run with ``kernel``, norm ``p`` and (``sparse``) CSR X."""
+        return ((self.kernels == "any" or parse_kernel(kernel).is_linear)
+                and (not self.p2_only or p == 2) and (self.sparse or not sparse))
+
+
+@dataclass(eq=False)
 class Algorithm:
+    """One family: its reference module (``PARAMS``, the exact run named after the family,
+    ``final_error_bounds``) and its fast forms, the default first."""
+
     name: str
     reference: ModuleType            # the family's module in reference/
-    fast: ModuleType                 # the family's module in fast/
-    forms: tuple[str, ...]           # the fast forms, the default first
-    kernel_forms: tuple[str, ...]    # the forms that take a non-linear kernel
-    p2_forms: tuple[str, ...] = ()   # the forms that take p = 2 only (the others: any p)
+    fast_forms: InitVar[Iterable[Form]]
+    _forms: dict[str, Form] = field(init=False, repr=False)
+
+    def __post_init__(self, fast_forms: Iterable[Form]) -> None:
+        self._forms = {}
+        for form in fast_forms:
+            self.add_form(form)
+
+    # -- the declarations, and the views every consumer reads ---------------------------------
+    @property
+    def declared(self) -> tuple[Form, ...]:
+        """The fast forms' declarations, the default first."""
+        return tuple(self._forms.values())
+
+    def form(self, name: str) -> Form:
+        try:
+            return self._forms[name]
+        except KeyError:
+            raise UnknownAlgorithmError(f"{self.name} has no fast form {name!r} "
+                                        f"(forms: {', '.join(self.forms)})") from None
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The fast forms' names, the default first."""
+        return tuple(self._forms)
+
+    @property
+    def kernel_forms(self) -> tuple[str, ...]:
+        """The forms that take a non-linear kernel."""
+        return tuple(f.name for f in self.declared if f.kernels == "any")
+
+    @property
+    def p2_forms(self) -> tuple[str, ...]:
+        """The forms that take p = 2 only (the others: any p)."""
+        return tuple(f.name for f in self.declared if f.p2_only)
+
+    @property
+    def engine_forms(self) -> tuple[str, ...]:
+        """The forms that take the keyword ``engine``."""
+        return tuple(f.name for f in self.declared if f.engine)
+
+    def add_form(self, form: Form) -> None:
+        if form.name in self._forms:
+            raise ValueError(f"{self.name} already has a fast form {form.name!r}")
+        self._forms[form.name] = form
+
+    def remove_form(self, name: str) -> Form:
+        form = self.form(name)
+        del self._forms[name]
+        return form
 
     @property
     def params(self) -> ParamSchema:
@@ -63,45 +155,50 @@ class Algorithm:
             return reference
         if impl != "fast":
             raise UnknownAlgorithmError(f"unknown implementation {impl!r} (reference, fast)")
-        form = form or self.forms[0]
-        if form not in self.forms:
-            raise UnknownAlgorithmError(f"{self.name} has no fast form {form!r} "
-                                        f"(forms: {', '.join(self.forms)})")
-        fast: Implementation = getattr(self.fast, form)
-        return fast
+        return self.form(form or self.forms[0]).run
 
-    def forms_for(self, kernel: Any, params: dict[str, Any]) -> list[str]:
-        """The fast forms that take this kernel and these parameters, the default first."""
-        forms = self.forms if parse_kernel(kernel).is_linear else self.kernel_forms
-        if self.p2_forms and self.params.resolve(params).get("p", 2) != 2:
-            forms = tuple(f for f in forms if f not in self.p2_forms)
-        return list(forms)
+    def forms_for(self, kernel: Any, params: dict[str, Any], *,
+                  sparse: bool = False) -> list[str]:
+        """The fast forms that take this kernel and these parameters (and, with ``sparse``,
+        CSR input), the default first."""
+        p = self.params.resolve(params).get("p", 2) if self.p2_forms else 2
+        return [f.name for f in self.declared if f.takes(kernel, p, sparse)]
 
-    def default_form(self, kernel: Any, params: dict[str, Any] | None = None) -> str:
-        forms = self.forms_for(kernel, params or {})
+    def default_form(self, kernel: Any, params: dict[str, Any] | None = None, *,
+                     sparse: bool = False) -> str:
+        forms = self.forms_for(kernel, params or {}, sparse=sparse)
         if not forms:
             raise ParamError(f"{self.name}: no fast form takes kernel {kernel} with "
                              f"{params}")
         return forms[0]
 
 
+def _forms(module: ModuleType, *declared: tuple[str, dict[str, Any]]) -> list[Form]:
+    """The fast forms ``module.<name>``, each with what it takes."""
+    return [Form(name, getattr(module, name), **takes) for name, takes in declared]
+
+
+_LINEAR: dict[str, Any] = {}
+_ANY: dict[str, Any] = {"kernels": "any"}
+_P2: dict[str, Any] = {"p2_only": True}
+_ENGINE: dict[str, Any] = {"engine": True}
+
 ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (
-        Algorithm("perceptron", perceptron_ref, perceptron_fast, forms=("primal", "dual"),
-                  kernel_forms=("dual",)),
-        Algorithm("higher_order", higher_order_ref, higher_order_fast,
-                  forms=("primal", "dual", "implicit"), kernel_forms=("dual",),
-                  p2_forms=("primal", "dual")),
-        Algorithm("pnorm_perceptron", pnorm_perceptron_ref, pnorm_perceptron_fast,
-                  forms=("primal",), kernel_forms=()),
-        Algorithm("second_order", second_order_ref, second_order_fast,
-                  forms=("primal", "dual"), kernel_forms=("dual",)),
-        Algorithm("romma", romma_ref, romma_fast, forms=("primal", "dual"),
-                  kernel_forms=("dual",)),
-        Algorithm("pumma", pumma_ref, pumma_fast, forms=("primal", "dual"),
-                  kernel_forms=("dual",), p2_forms=("dual",)),
-        Algorithm("alma", alma_ref, alma_fast, forms=("primal", "dual"),
-                  kernel_forms=("dual",), p2_forms=("dual",)),
+        Algorithm("perceptron", perceptron_ref, _forms(
+            perceptron_fast, ("primal", _ENGINE), ("dual", _ANY | _ENGINE))),
+        Algorithm("higher_order", higher_order_ref, _forms(
+            higher_order_fast, ("primal", _P2 | _ENGINE), ("dual", _ANY | _P2),
+            ("implicit", _ENGINE))),
+        Algorithm("pnorm_perceptron", pnorm_perceptron_ref, _forms(
+            pnorm_perceptron_fast, ("primal", _ENGINE))),
+        Algorithm("second_order", second_order_ref, _forms(
+            second_order_fast, ("primal", _ENGINE), ("dual", _ANY))),
+        Algorithm("romma", romma_ref, _forms(romma_fast, ("primal", _ENGINE), ("dual", _ANY))),
+        Algorithm("pumma", pumma_ref, _forms(
+            pumma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
+        Algorithm("alma", alma_ref, _forms(
+            alma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
     )
 }
 
@@ -112,6 +209,29 @@ def get(name: str) -> Algorithm:
     except KeyError:
         raise UnknownAlgorithmError(f"unknown algorithm {name!r} "
                                     f"(known: {', '.join(ALGORITHMS)})") from None
+
+
+def register_form(algorithm: str, form: Form) -> None:
+    """Add ``form`` to ``algorithm``'s fast forms (after the others, so the default stays).
+    From then on ``run``, the differential suite, ``check``, ``verify.forms_for``, the
+    fragile rule's shadow runs and the benchmarks collected afterwards take it wherever its
+    declaration says it applies."""
+    get(algorithm).add_form(form)
+
+
+def unregister_form(algorithm: str, name: str) -> Form:
+    """Remove the fast form ``name`` of ``algorithm``; returns its declaration."""
+    return get(algorithm).remove_form(name)
+
+
+@contextlib.contextmanager
+def registered_form(algorithm: str, form: Form) -> Iterator[Form]:
+    """``form`` registered inside the block, removed after it (for tests)."""
+    register_form(algorithm, form)
+    try:
+        yield form
+    finally:
+        unregister_form(algorithm, form.name)
 
 
 def implementations() -> list[tuple[str, str, str]]:
@@ -125,17 +245,32 @@ def implementations() -> list[tuple[str, str, str]]:
 
 def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | None = None,
         epochs: int = 1, kernel: Any = "linear", record_scores: bool = False,
-        **params: Any) -> Trace:
+        engine: str | None = None, **params: Any) -> Trace:
     """Run ``algorithm`` on (X, y) and return its trace.
 
     ``impl`` is "reference" (exact) or "fast"; ``form`` picks a fast form (default: the
-    first that takes ``kernel``).  ``params`` are the algorithm's parameters (SPEC.md).
+    first that takes ``kernel``, the parameters and X).  ``engine`` ("auto", "numpy",
+    "numba") is passed to a fast form that declares it (None: the form's default).
+    ``params`` are the algorithm's parameters (SPEC.md).
     """
     algo = get(algorithm)
-    if impl == "fast" and form is None:
-        form = algo.default_form(kernel, params)
-    if impl == "fast" and form not in algo.kernel_forms and not parse_kernel(kernel).is_linear:
-        raise ParamError(f"{algorithm} form {form} takes the linear kernel only")
+    extra: dict[str, Any] = {}
+    if impl == "fast":
+        if form is None:
+            form = algo.default_form(kernel, params, sparse=sp.issparse(X))
+        declared = algo.form(form)
+        if declared.kernels == "linear" and not parse_kernel(kernel).is_linear:
+            raise ParamError(f"{algorithm} form {form} takes the linear kernel only")
+        if sp.issparse(X) and not declared.sparse:
+            raise ParamError(f"{algorithm} form {form} takes dense X only, not a sparse "
+                             "matrix")
+        if engine is not None:
+            if not declared.engine:
+                raise ParamError(f"{algorithm} form {form} has no engine choice (forms "
+                                 f"with one: {', '.join(algo.engine_forms) or 'none'})")
+            extra["engine"] = engine
+    elif engine is not None:
+        raise ParamError("engine applies to the fast forms only")
     algo.params.resolve(params)  # unknown or bad parameters fail here, before any data work
     return algo.implementation(impl, form)(X, y, epochs=epochs, kernel=kernel,
-                                           record_scores=record_scores, **params)
+                                           record_scores=record_scores, **params, **extra)

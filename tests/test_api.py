@@ -44,6 +44,19 @@ def without_engine(function) -> inspect.Signature:
     return signature
 
 
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_forms_declare_what_they_take(name):
+    """A form declares ``engine`` iff its signature has it; the declarations and the derived
+    lists agree (kernel_forms, p2_forms, engine_forms)."""
+    algo = ALGORITHMS[name]
+    for form in algo.declared:
+        assert ("engine" in inspect.signature(form.run).parameters) == form.engine, form.name
+    assert algo.forms == tuple(f.name for f in algo.declared)
+    assert set(algo.kernel_forms) == {f.name for f in algo.declared if f.kernels == "any"}
+    assert set(algo.p2_forms) == {f.name for f in algo.declared if f.p2_only}
+    assert set(algo.engine_forms) == {f.name for f in algo.declared if f.engine}
+
+
 def test_registry_lists_reference_first():
     rows = implementations()
     assert ("perceptron", "reference", "reference") in rows

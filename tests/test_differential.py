@@ -3,10 +3,12 @@
 One test body for the whole (algorithm, kernel family, strategy) matrix, built from the
 registry: a family that registers itself is tested here without a line added.  Each example
 runs the reference once and compares every fast form that takes the drawn kernel and
-parameters (``Algorithm.forms_for``: HO's primal and dual forms take p = 2 only, PUMMA's dual
-too).  A fast form must reproduce the reference's mistakes and updates exactly; the only
-excuse is a trial the reference flags as fragile (SPEC.md), and the final state must match
-within the bounds the reference derives.
+parameters (``Algorithm.forms_for``, from each form's declaration in the registry: HO's
+primal and dual forms take p = 2 only, PUMMA's and ALMA's duals too), so a form registered
+later (``registry.register_form``) is compared here too (tests/test_family_interface.py).
+A fast form must reproduce the reference's mistakes and updates exactly; the only excuse is a
+trial the reference flags as fragile (SPEC.md), and the final state must match within the
+bounds the reference derives.
 
 The linear items take the profile's number of examples (200 per strategy in ``ci``), and
 every fast form runs in them, the dual forms included; the forms that take p = 2 only get
@@ -56,7 +58,7 @@ def _p2_matrix() -> list:
 @given(data=st.data())
 def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
                                     draw_for: str | None, data: st.DataObject) -> None:
-    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, draw_for, data)
+    compare_forms_on_a_draw(algorithm, kernel_family, strategy, draw_for, data)
 
 
 @pytest.mark.parametrize("algorithm,kernel_family,strategy,draw_for", _matrix(("poly", "rbf")))
@@ -64,12 +66,14 @@ def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy
 @given(data=st.data())
 def test_kernel_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
                                       draw_for: str | None, data: st.DataObject) -> None:
-    _compare_on_a_drawn_sequence(algorithm, kernel_family, strategy, draw_for, data)
+    compare_forms_on_a_draw(algorithm, kernel_family, strategy, draw_for, data)
 
 
-def _compare_on_a_drawn_sequence(algorithm: str, kernel_family: str, strategy: str,
-                                 draw_for: str | None, data: st.DataObject) -> None:
-    """``draw_for``: the form the parameters are drawn for (None: any form's)."""
+def compare_forms_on_a_draw(algorithm: str, kernel_family: str, strategy: str,
+                            draw_for: str | None, data: st.DataObject) -> list[str]:
+    """One example of one item: draw a sequence, a kernel, parameters (for the form
+    ``draw_for``, None: any form's) and epochs, run the reference, and assert that every fast
+    form taking them agrees with it.  Returns the forms compared."""
     algo = ALGORITHMS[algorithm]
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
     kernel = data.draw(KERNELS[kernel_family], label="kernel")
@@ -97,3 +101,4 @@ def _compare_on_a_drawn_sequence(algorithm: str, kernel_family: str, strategy: s
         if result.excused:
             event(f"{form} diverged at a fragile trial (accepted)")
         assert result.ok, f"form {form}: {result.describe()}"
+    return forms

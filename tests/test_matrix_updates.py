@@ -17,10 +17,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tracemalloc
-from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -33,24 +31,13 @@ from perceptron_oracle.compare import compare
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
 from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
-from perceptron_oracle.registry import run
+from perceptron_oracle.registry import get, run
 
 LONG_TRIALS = int(os.environ.get("PO_LONG_TRIALS", "1200"))
 NUMBA = ho.numba_available()
 needs_numba = pytest.mark.skipif(not NUMBA, reason="numba (the optional compiled engine) "
                                                    "is not installed")
 ENGINES = ["numpy", pytest.param("numba", marks=needs_numba)]
-
-
-@contextlib.contextmanager
-def engine(name: str) -> Iterator[None]:
-    """Both modules' engine set to ``name`` inside (restored after)."""
-    saved = ho.ENGINE, sop.ENGINE
-    ho.ENGINE = sop.ENGINE = name
-    try:
-        yield
-    finally:
-        ho.ENGINE, sop.ENGINE = saved
 
 
 def _noisy(T: int, n: int, seed: int, flip: float = 0.2, scale: float = 1.0):
@@ -148,8 +135,7 @@ def test_sop_refactor_matches_a_fresh_inverse_with_the_compiled_engine(monkeypat
     X, y = _noisy(6000, 8, 6)
     monkeypatch.setattr(sop, "DRIFT_TOL", 0.0)           # refactor at every check
     for name in ["numpy"] + (["numba"] if NUMBA else []):
-        with engine(name):
-            trace = sop.primal(X, y)
+        trace = sop.primal(X, y, engine=name)
         Xm = X[trace.final["support"]]
         w = np.linalg.solve(np.eye(8) + Xm.T @ Xm, Xm.T @ y[trace.final["support"]])
         assert np.allclose(trace.final["w"], w, rtol=1e-10, atol=1e-12)
@@ -166,8 +152,7 @@ def test_engines_agree_bit_for_bit(form, params):
     run_form = sop.primal if form == "sop primal" else getattr(ho, form)
     traces = {}
     for name in ("numpy", "numba"):
-        with engine(name):
-            traces[name] = run_form(X, y, epochs=2, **params)
+        traces[name] = run_form(X, y, epochs=2, engine=name, **params)
     a, b = traces["numpy"], traces["numba"]
     assert a.mistakes == b.mistakes and a.updates == b.updates
     if form == "implicit":      # numpy: implicit factors, then A_k; numba: A_k throughout
@@ -181,13 +166,16 @@ def test_compiled_engine_reports_overflow_like_the_driver():
     X, y = _noisy(200, 4, 8)
     X[150] = 1e300
     for name in ("numpy", "numba"):
-        with engine(name), pytest.raises(ho.FloatRangeError, match=r"trial 1\d\d "):
-            ho.primal(X, y)
+        with pytest.raises(ho.FloatRangeError, match=r"trial 1\d\d "):
+            ho.primal(X, y, engine=name)
 
 
-def test_engine_names_are_checked():
-    with engine("fortran"), pytest.raises(ho.ParamError, match="engine"):
-        ho.primal(*_noisy(20, 3, 9))
+@pytest.mark.parametrize("form", [ho.primal, ho.implicit, sop.primal])
+def test_engine_names_are_checked(form):
+    """Before any data work, whichever path the run would take (a short implicit run never
+    reaches the compiled loop)."""
+    with pytest.raises(ho.ParamError, match="engine: one of auto, numpy, numba"):
+        form(*_noisy(20, 3, 9), engine="fortran")
 
 
 def test_implicit_p2_switches_to_the_primal_representation():
@@ -195,9 +183,8 @@ def test_implicit_p2_switches_to_the_primal_representation():
     A_k and goes on as the primal form (from there the same state as the primal's)."""
     X, y = _noisy(400, 20, 10)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    with engine("numpy"):
-        trace, model = ho.run_model("implicit", X, y, epochs=2)
-        primal = ho.primal(X, y, epochs=2)
+    trace, model = ho.run_model("implicit", X, y, epochs=2, engine="numpy")
+    primal = ho.primal(X, y, epochs=2, engine="numpy")
     assert model.A is not None and not model.frho
     assert trace.mistakes == primal.mistakes
     assert np.allclose(trace.final["w"], primal.final["w"], rtol=1e-12, atol=1e-14)
@@ -221,9 +208,8 @@ def test_compiled_engine_matches_reference(strategy: str, data: st.DataObject) -
         expected = run(algorithm, seq.X, seq.y, impl="reference", epochs=epochs,
                        record_scores=True, **params)
         for form in forms:
-            with engine("numba"):
-                actual = run(algorithm, seq.X, seq.y, impl="fast", form=form, epochs=epochs,
-                             **params)
+            actual = run(algorithm, seq.X, seq.y, impl="fast", form=form, epochs=epochs,
+                         engine="numba", **params)
             result = compare(expected, actual, seq.X)
             assert result.ok, f"{algorithm} {form}: {result.describe()}"
 
@@ -253,7 +239,8 @@ def test_long_run_matches_the_reference(algorithm, form, params, name):
         _REFERENCE[key] = run(algorithm, X, y, impl="reference", record_scores=True, **params)
     expected = _REFERENCE[key]
     assert len(expected.mistakes) > LONG_TRIALS // 10
-    with engine(name):
-        actual = run(algorithm, X, y, impl="fast", form=form, **params)
+    takes_engine = form in get(algorithm).engine_forms   # the dual forms have the driver only
+    actual = run(algorithm, X, y, impl="fast", form=form,
+                 engine=name if takes_engine else None, **params)
     result = compare(expected, actual, X)
     assert result.ok, result.describe()

@@ -35,9 +35,12 @@ from perceptron_oracle.datasets import separable
 from perceptron_oracle.experiments.higher_order import artificial
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import perceptron as fast_perceptron
+from perceptron_oracle.registry import get
 
-FORMS = ("primal", "dual", "implicit")
 C = Fraction(2, 5)
+HO = get("higher_order")
+#: The registered forms that take HO_2(c) (p = 2, linear kernel): primal, dual, implicit.
+FORMS = tuple(HO.forms_for("linear", {"c": C}))
 FULL = dict(n=500, relevant=50, n_train=1000, n_test=10, epochs=20)
 SMALL = dict(n=50, relevant=5, n_train=200, n_test=10, epochs=3)
 _cache: dict = {}
@@ -79,7 +82,7 @@ def test_form(benchmark, form, data):
         X, y, epochs = _large(full)
     else:
         X, y, epochs = _artificial(float(data.split("_")[1]), full)
-    run = getattr(ho, form)
+    run = HO.implementation("fast", form)
     trace = benchmark.pedantic(run, args=(X, y), kwargs=dict(epochs=epochs, c=C),
                                rounds=1)
     if form != "primal":
@@ -98,7 +101,7 @@ def _crossover(full: bool) -> list[str]:
             ds = separable(T, n, margin, seed=n)
             times, k = {}, None
             for form in FORMS:
-                elapsed, trace = _timed(getattr(ho, form), ds.X, ds.y, c=C)
+                elapsed, trace = _timed(HO.implementation("fast", form), ds.X, ds.y, c=C)
                 times[form] = elapsed
                 k = len(trace.mistakes)
             best = min(times, key=times.get)
@@ -118,7 +121,8 @@ def test_ratios(benchmark):
         t_perc, perc = _timed(fast_perceptron.primal, X, y, epochs=epochs, repeat=3)
         times, mistakes = {}, {}
         for form in FORMS:
-            times[form], trace = _timed(getattr(ho, form), X, y, epochs=epochs, c=C,
+            times[form], trace = _timed(HO.implementation("fast", form), X, y,
+                                        epochs=epochs, c=C,
                                         repeat=3 if form == "primal" else 1)
             mistakes[form] = len(trace.mistakes)
         assert len(set(mistakes.values())) == 1
@@ -135,7 +139,8 @@ def test_ratios(benchmark):
     X, y, epochs = _large(full)
     times = {}
     for form in FORMS:
-        times[form], trace = _timed(getattr(ho, form), X, y, epochs=epochs, c=C)
+        times[form], trace = _timed(HO.implementation("fast", form), X, y, epochs=epochs,
+                                    c=C)
     lines.append(f"separable {X.shape[0]} x {X.shape[1]} (margin 0.05, mistakes "
                  f"{len(trace.mistakes)}): "
                  + "  ".join(f"{f} {times[f]:.3f}s" for f in FORMS)
@@ -180,14 +185,11 @@ def test_per_mistake(benchmark):
     engines = ["numpy"] + (["numba"] if ho.numba_available() else [])
     times, traces = {}, {}
     for name in engines:
-        ho.ENGINE = name
-        try:
-            for form in ("primal", "implicit"):
-                getattr(ho, form)(X[:50], y[:50])                 # compile outside the timing
-                times[form, name], traces[form, name] = _timed(
-                    getattr(ho, form), X, y, repeat=3 if full else 1)
-        finally:
-            ho.ENGINE = "auto"
+        for form in HO.engine_forms:                              # primal, implicit
+            run = HO.implementation("fast", form)
+            run(X[:50], y[:50], engine=name)                      # compile outside the timing
+            times[form, name], traces[form, name] = _timed(
+                run, X, y, repeat=3 if full else 1, engine=name)
     K = len(traces["primal", "numpy"].mistakes)
     for trace in traces.values():
         assert trace.mistakes == traces["primal", "numpy"].mistakes

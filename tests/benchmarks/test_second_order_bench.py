@@ -28,6 +28,7 @@ from perceptron_oracle.experiments.second_order import count_test_mistakes, simu
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
 from perceptron_oracle.fast.perceptron import primal as perceptron
+from perceptron_oracle.registry import get
 
 FULL = dict(n_train=9000, n_test=3000, n=100)
 SMALL = dict(n_train=1000, n_test=300, n=20)
@@ -66,11 +67,11 @@ def _timed(fn, *args, repeat: int = 1, **kw) -> float:
     return best
 
 
-@pytest.mark.parametrize("form", ["primal", "dual"])
+@pytest.mark.parametrize("form", get("second_order").forms)
 @pytest.mark.parametrize("dataset", [1, 2])
 def test_fast_form(benchmark, form, dataset):
     X, y, _, _ = _data(dataset, full=not benchmark.disabled)
-    run = getattr(sop, form)
+    run = get("second_order").implementation("fast", form)
     trace = benchmark.pedantic(run, args=(X, y), kwargs=dict(epochs=2, a=1), rounds=1)
     if benchmark.disabled:
         assert trace.mistakes == naive(X, y, 1.0)
@@ -144,17 +145,13 @@ def test_per_mistake(benchmark):
         X, y = noisy(T, n)
         traces, times = {}, {}
         for name in _engines():
-            sop.ENGINE = name
-            try:
-                sop.primal(X[:50], y[:50])                        # compile outside the timing
-                best = np.inf
-                for _ in range(3 if full else 1):
-                    start = time.perf_counter()
-                    traces[name] = sop.primal(X, y)
-                    best = min(best, time.perf_counter() - start)
-                times[name] = best
-            finally:
-                sop.ENGINE = "auto"
+            sop.primal(X[:50], y[:50], engine=name)               # compile outside the timing
+            best = np.inf
+            for _ in range(3 if full else 1):
+                start = time.perf_counter()
+                traces[name] = sop.primal(X, y, engine=name)
+                best = min(best, time.perf_counter() - start)
+            times[name] = best
         K = len(traces["numpy"].mistakes)
         floor = min(blas_floor(X, K) for _ in range(3 if full else 1))
         start = time.perf_counter()
