@@ -24,6 +24,12 @@ indicator and the alpha-bound count updates per example of the call).  Its hypot
 s_k(x) = s_{k-1}(x) + eta y_u (k(x_u, x) + C) over the update sequence, from one kernel
 block (one product ``X_test @ X_U.T`` for the linear kernel) and a cumulative sum.
 
+Two engines, as ``fast.perceptron``'s: "numba" (the default when numba is installed)
+trains by the compiled loops of ``fast._compiled_multiclass`` (per trial one product W x_t
+for all learners; the dual by blocks of kernel values over the union of the supports,
+then a per-trial walk), "numpy" by the shared block-ahead pass above.  Both leave the same
+state, hypotheses and traces.
+
 :func:`one_vs_rest` is the entry point for any registered algorithm: the Perceptron through
 :class:`PerceptronOvR`, every other family as K independent fast runs.
 """
@@ -35,13 +41,17 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import check_finite_rows
+from ..data import canonical_csr, check_finite_rows, validate
 from ..errors import DataError, ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
-from .driver import MAX_BLOCK, MIN_BLOCK
+from . import _compiled
+from .driver import MAX_BLOCK, MIN_BLOCK, float_range_error
+
+#: Examples per block of the compiled dual pass for K >= 2 learners (``_dual_compiled``).
+DUAL_BLOCK = 256
 
 
 class PerceptronOvR:
@@ -49,11 +59,17 @@ class PerceptronOvR:
 
     ``form`` is "primal" (linear kernel; X dense or CSR) or "dual" (any kernel);
     ``params`` are ``reference.perceptron.PARAMS`` (read exactly, used as their nearest
-    doubles, as the fast forms do).
+    doubles, as the fast forms do).  ``engine``: "numba" trains by the compiled per-trial
+    loops of ``fast._compiled_multiclass``, "numpy" by the shared block-ahead pass, "auto"
+    (the default) by the compiled loops when numba is installed; the dual form on CSR input
+    and runs under ``driver.forced_updates`` take the numpy path whatever was asked (the
+    convention of ``fast.perceptron``).
     """
 
     def __init__(self, n_features: int, n_classes: int, *, form: str = "primal",
-                 kernel: Any = "linear", **params: Any):
+                 kernel: Any = "linear", engine: str = "auto", **params: Any):
+        _compiled.choose(engine)  # a bad engine, or "numba" without numba, fails here
+        self.engine = engine
         if form not in ("primal", "dual"):
             raise ParamError(f"perceptron has no fast form {form!r} (forms: primal, dual)")
         self.kernel: Kernel = parse_kernel(kernel)
@@ -98,6 +114,15 @@ class PerceptronOvR:
             raise DataError(f"data: expected X with {self.n} features and Y of shape "
                             f"({T}, {self.K}), got {X.shape} and {Y.shape}")
         self._hyp = None
+        if self.form == "dual" or sp.issparse(X):
+            # the primal form's scores find a NaN or infinity in dense X; a support's would
+            # reach the dual's scores only later, reported as an overflow
+            check_finite_rows(X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64))
+        chosen = _compiled.choose(self.engine,
+                                  compiled_serves=self.form == "primal" or not sp.issparse(X))
+        if chosen == "numba":
+            self._train_compiled(X, np.ascontiguousarray(Y, dtype=np.float64), epochs)
+            return
         self.X, self.Y = X, np.asarray(Y, dtype=np.float64)
         self.alpha = np.zeros((T, self.K), dtype=np.int64)   # this call's examples
         self.slot = np.full(T, -1, dtype=np.int64)           # example -> support id
@@ -143,9 +168,187 @@ class PerceptronOvR:
         if self.form == "primal" and not sp.issparse(self.X):
             check_finite_rows(self.X[pos:pos + scores.shape[0]])
         bad = int(np.argmin(np.isfinite(scores).all(axis=1)))
-        from .driver import FloatRangeError
-        raise FloatRangeError(f"trial {base + pos + bad} (example {pos + bad}): the float64 "
-                              "state overflowed; normalise the instances")
+        row = scores[bad]
+        raise float_range_error(base + pos + bad, pos + bad,
+                                float(row[int(np.argmin(np.isfinite(row)))]))
+
+    def _train_compiled(self, X: Any, Y: np.ndarray, epochs: int) -> None:
+        """The run by ``fast._compiled_multiclass`` (module docstring there): the same
+        state and hypothesis statistics as the numpy pass leaves."""
+        from . import _compiled_multiclass as cm
+
+        if sp.issparse(X):  # the compiled loops' CSR: float64, int32 indices, canonical
+            if not canonical_csr(X):
+                X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+                X.sum_duplicates()
+                X.sort_indices()
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        T, K = X.shape[0], self.K
+        loops = cm.loops()
+        alpha = np.zeros((T, K), dtype=np.int64)
+        slot = np.full(T, -1, dtype=np.int64)
+        flags = np.zeros((K, epochs * T), dtype=np.uint8)
+        use_lam = bool(self.lam)
+        lam_terms = (self.lam * Y * self.kernel.diagonal(X)[:, None] if use_lam
+                     else np.zeros((1, 1)))
+        bound = -1 if self.bound is None else int(self.bound)
+        state = np.zeros(1)
+        first = self.n_support
+        n_support = np.array([first], dtype=np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.form == "primal" and K == 1:
+                bad = self._binary_primal(X, Y, epochs, lam_terms, use_lam, bound, alpha,
+                                          slot, n_support, flags, state)
+            elif self.form == "primal":
+                dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+                bad = loops.ovr_primal(dense, indptr, indices, data, sparse, Y, epochs,
+                                       self.eta, self.C, self.tau, lam_terms, use_lam, bound,
+                                       self.W, self.b, alpha, slot, n_support, flags, state)
+            else:
+                bad = self._dual_compiled(X, Y, epochs, lam_terms, use_lam, bound, alpha,
+                                          slot, n_support, flags, state)
+        if self.form == "primal" and bad >= 0 and not sp.issparse(X):
+            check_finite_rows(X)  # a NaN or infinity in X, named as validate() does
+        if bad >= 0:
+            raise float_range_error(self.trials + int(bad), int(bad) % T, float(state[0]))
+        S = int(n_support[0])
+        self._reserve(S)
+        examples = np.empty(S - first, dtype=np.int64)  # this call's supports, by id
+        used = np.flatnonzero(slot >= 0)
+        examples[slot[used] - first] = used
+        if self.form == "primal" and S > first:
+            self.rows[first:S] = X[examples].toarray() if sp.issparse(X) else X[examples]
+        self.origin[first:S] = self.rows_seen + examples
+        self.counts[first:S] = alpha[examples]
+        self.n_support = S
+        learner, trial = np.nonzero(flags)  # every flagged trial, learner by learner
+        kinds = flags[learner, trial]
+        edges = np.searchsorted(learner, np.arange(K + 1))
+        for k in range(K):
+            t, f = trial[edges[k]:edges[k + 1]], kinds[edges[k]:edges[k + 1]]
+            updates = t[(f & _compiled.UPDATE) != 0]
+            self.mistakes[k].append(t[(f & _compiled.MISTAKE) != 0] + self.trials)
+            at = updates % T
+            self.updates[k].extend((updates + self.trials).tolist())
+            self.seq[k].extend(slot[at].tolist())
+            self.seq_y[k].extend(Y[at, k].tolist())
+            blocked = np.bincount(np.searchsorted(updates, t[(f & _compiled.BLOCKED) != 0]),
+                                  minlength=updates.shape[0] + 1)
+            self.blocked[k][-1] += int(blocked[0])
+            self.blocked[k].extend(blocked[1:].tolist())
+        self.trials += epochs * T
+        self.rows_seen += T
+        self.calls.append((T, epochs))
+
+    def _dual_compiled(self, X: np.ndarray, Y: np.ndarray, epochs: int,
+                       lam_terms: np.ndarray, use_lam: bool, bound: int, alpha: np.ndarray,
+                       slot: np.ndarray, n_support: np.ndarray, flags: np.ndarray,
+                       state: np.ndarray) -> int:
+        """The dual run by the compiled loops: per trial for one learner (the binary loop's
+        arithmetic), by blocks for K >= 2.  A block of B examples is scored against the S0
+        supports of its start at once (``kernel_block``: the B x S0 kernel values, the
+        Gaussian kernel's exp by numpy's vectorised exp, not one call per value;
+        ``block_scores``: their products with the S0 x K coefficients); ``ovr_dual_block``
+        then walks the block trial by trial, adding each update's term to the rest of the
+        block.  Level-2 BLAS only (one ``dgemv`` per row): a level-3 product runs
+        multi-threaded, and two OpenBLAS thread pools (numpy's and scipy's, which numba
+        calls) made a 256 x 600 product 100 times slower on a busy 2-core machine.
+        Returns what the loops return (the first trial whose score is not finite, or
+        DONE)."""
+        from . import _compiled_multiclass as cm
+
+        loops = cm.loops()
+        kern = self.kernel
+        kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
+        degree, gamma, coef0 = kern.degree, float(kern.gamma), float(kern.coef0)
+        T = X.shape[0]
+        sq = np.einsum("ij,ij->i", X, X)
+        first = int(n_support[0])
+        sq_rows = np.zeros(self.rows.shape[0])
+        sq_rows[:first] = np.einsum("ij,ij->i", self.rows[:first], self.rows[:first])
+
+        def grow() -> np.ndarray:
+            S = int(n_support[0])
+            self._reserve(2 * S)
+            grown = np.zeros(self.rows.shape[0])
+            grown[:S] = sq_rows[:S]
+            return grown
+
+        if self.K == 1:
+            start = 0
+            while True:
+                bad = loops.ovr_dual(X, sq, Y, epochs, start, kind, degree, gamma, coef0,
+                                     self.eta, self.C, self.tau, lam_terms, use_lam, bound,
+                                     self.rows, sq_rows, self.coef, self.b, alpha, slot,
+                                     n_support, flags, state)
+                if bad > cm.FULL_BASE:
+                    return int(bad)
+                start = cm.FULL_BASE - int(bad)
+                sq_rows = grow()
+        for epoch in range(epochs):
+            lo = 0
+            while lo < T:
+                S0 = int(n_support[0])
+                # at most DUAL_BLOCK examples, and at most 2^22 kernel values in the block
+                hi = min(T, lo + max(MIN_BLOCK, min(DUAL_BLOCK, (1 << 22) // max(S0, 1))))
+                Kb = np.empty((hi - lo, S0))
+                loops.kernel_block(X, lo, hi, sq, self.rows, sq_rows, S0, kind, degree,
+                                   gamma, coef0, Kb)
+                if kind == 2:
+                    np.exp(Kb, out=Kb)
+                base = np.zeros((hi - lo, self.K))
+                loops.block_scores(Kb, self.coef, S0, base)
+                start = lo
+                while True:
+                    bad = loops.ovr_dual_block(
+                        X, sq, Y, lo, hi, start, epoch * T, S0, Kb, base, kind, degree,
+                        gamma, coef0, self.eta, self.C, self.tau, lam_terms, use_lam, bound,
+                        self.rows, sq_rows, self.coef, self.b, alpha, slot, n_support, flags,
+                        state)
+                    if bad > cm.FULL_BASE:
+                        break
+                    start = cm.FULL_BASE - int(bad) - epoch * T
+                    sq_rows = grow()
+                if bad != cm.DONE:
+                    return int(bad)
+                lo = hi
+        return cm.DONE
+
+    def _binary_primal(self, X: Any, Y: np.ndarray, epochs: int, lam_terms: np.ndarray,
+                       use_lam: bool, bound: int, alpha: np.ndarray, slot: np.ndarray,
+                       n_support: np.ndarray, flags: np.ndarray, state: np.ndarray) -> int:
+        """One learner, primal: ``fast._compiled``'s binary loop itself on w = W[0] (so a
+        two-class run is ``fast.perceptron``'s compiled run, bit for bit); the supports
+        are numbered afterwards by first update, as the shared loop numbers them."""
+        T = X.shape[0]
+        dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+        binary = np.array([self.b[0], 0.0, 0.0])
+        column = alpha[:, 0]  # views: the loop updates alpha, w and the flags in place
+        bad = _compiled.kernels().perceptron_primal(
+            dense, indptr, indices, data, sparse, Y[:, 0], epochs, self.eta, self.C,
+            self.tau, lam_terms[:, 0] if use_lam else np.zeros(1), use_lam, bound,
+            self.W[0], column, binary, flags[0],
+            np.zeros(1), False)
+        self.b[0] = binary[0]
+        state[0] = binary[1]
+        updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T
+        examples, first = np.unique(updated, return_index=True)
+        order = examples[np.argsort(first, kind="stable")]
+        slot[order] = np.arange(n_support[0], n_support[0] + order.shape[0])
+        n_support[0] += order.shape[0]
+        return int(bad)
+
+    def _reserve(self, size: int) -> None:
+        """Room for ``size`` supports in the store (rows, counts, coef, origin)."""
+        have = self.rows.shape[0]
+        if size <= have:
+            return
+        grow = max(size, 2 * have) - have
+        self.rows = np.concatenate([self.rows, np.zeros((grow, self.n))])
+        self.counts = np.concatenate([self.counts, np.zeros((grow, self.K), np.int64)])
+        self.coef = np.concatenate([self.coef, np.zeros((grow, self.K))])
+        self.origin = np.concatenate([self.origin, np.zeros(grow, np.int64)])
 
     def _scores(self, start: int, stop: int) -> np.ndarray:
         """Scores of examples start .. stop-1 for all learners: one product."""
@@ -356,29 +559,40 @@ class PerceptronOvR:
             total = int(hyp["total_votes"][k])
             after = np.cumsum(votes[::-1])[::-1]
 
-            def state(alpha: np.ndarray, mode: str, k: int = k) -> dict[str, Any]:
+            def state(ex: np.ndarray, weights: np.ndarray, mode: str,
+                      k: int = k) -> dict[str, Any]:
                 coef, bias = hyp[mode]
-                st: dict[str, Any] = {"b": float(bias[k]), "alpha": alpha.tolist()}
+                st: dict[str, Any] = {"b": float(bias[k]), "alpha": _alpha_list(ex, weights, T)}
                 if self.kernel.is_linear:
                     w = (self.W[k] if mode == "last" and self.form == "primal"
                          else self.rows[:self.n_support].T @ coef[:, k])
                     st["w"] = np.asarray(w, dtype=np.float64).tolist()
                 return st
 
-            final = state(np.bincount(examples, minlength=T), "last")
+            ones = np.ones(examples.shape[0], dtype=np.int64)
+            final = state(examples, ones, "last")
             final["votes"] = votes.tolist()
             final["longest_survivor"] = {
                 "index": longest, "vote": int(votes[longest]),
-                **state(np.bincount(examples[:longest], minlength=T), "longest_survivor")}
-            averaged = np.zeros(T, dtype=np.int64)
-            np.add.at(averaged, examples, after[1:])
-            final["averaged"] = {"total_votes": total, **state(averaged, "averaged")}
+                **state(examples[:longest], ones[:longest], "longest_survivor")}
+            final["averaged"] = {"total_votes": total,
+                                 **state(examples, after[1:].astype(np.int64), "averaged")}
             mistakes = (np.concatenate(self.mistakes[k]).tolist() if self.mistakes[k]
                         else [])
             out.append(Trace(algorithm="perceptron", form=self.form, kernel=self.kernel.spec,
                              params=dict(self.params), n_examples=T, epochs=epochs,
                              mistakes=mistakes, updates=upd.tolist(), final=final))
         return out
+
+
+def _alpha_list(examples: np.ndarray, weights: np.ndarray, T: int) -> list[int]:
+    """alpha as a list of T ints: sum of ``weights`` over the updates on each example
+    (``np.bincount(examples, weights, minlength=T)`` in integers), built from the support
+    only (the list of T zeros, then the support's entries)."""
+    out = [0] * T
+    for i, v in zip(examples.tolist(), weights.tolist()):
+        out[i] += v
+    return out
 
 
 def relabel(labels: Any, classes: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -400,26 +614,32 @@ def relabel(labels: Any, classes: Any = None) -> tuple[np.ndarray, np.ndarray]:
 
 def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
                 kernel: Any = "linear", epochs: int = 1, classes: Any = None,
-                **params: Any) -> tuple[np.ndarray, list[Trace]]:
+                engine: str | None = None, **params: Any) -> tuple[np.ndarray, list[Trace]]:
     """One-vs-rest training of ``algorithm`` on (X, labels): (classes, one trace per class).
 
     The trace of class l is trial for trial the binary fast run of ``algorithm`` on
     (X, +1 where the label is l, -1 elsewhere).  ``perceptron`` trains its K learners in one
-    shared pass (:class:`PerceptronOvR`) unless its dual form's kernel matrix would exceed
-    ``KERNEL_CACHE_BYTES``; every other algorithm, and that case, runs K independent fast
-    runs (``registry.run``).  Predict with the label of the largest score.
+    shared pass (:class:`PerceptronOvR`; ``engine`` as there, default "auto"), except the
+    numpy engine's dual form when its kernel rows (one row of T values per support example)
+    could exceed ``KERNEL_CACHE_BYTES``; every other algorithm, and that case, runs K
+    independent fast runs (``registry.run``, given ``engine`` when it is not None).  Predict
+    with the label of the largest score.
     """
-    from ..data import validate
     from ..registry import get, run
 
     classes, Y = relabel(labels, classes)
     algo = get(algorithm)
-    form = form or algo.default_form(kernel, params)
-    if algorithm != "perceptron" or (
-            form == "dual" and 8 * X.shape[0] * X.shape[0] > KERNEL_CACHE_BYTES):
+    form = form or algo.default_form(kernel, params, sparse=sp.issparse(X))
+    shared = algorithm == "perceptron"
+    if shared and form == "dual" and 8 * X.shape[0] * X.shape[0] > KERNEL_CACHE_BYTES:
+        shared = _compiled.choose(engine or "auto",
+                                  compiled_serves=not sp.issparse(X)) == "numba"
+    if not shared:
+        extra = {} if engine is None else {"engine": engine}
         return classes, [run(algorithm, X, Y[:, k], impl="fast", form=form, kernel=kernel,
-                             epochs=epochs, **params) for k in range(Y.shape[1])]
+                             epochs=epochs, **params, **extra) for k in range(Y.shape[1])]
     X, _ = validate(X, Y[:, 0])
-    model = PerceptronOvR(X.shape[1], Y.shape[1], form=form, kernel=kernel, **params)
+    model = PerceptronOvR(X.shape[1], Y.shape[1], form=form, kernel=kernel,
+                          engine=engine or "auto", **params)
     model.train(X, Y, epochs)
     return classes, model.traces()

@@ -71,9 +71,11 @@ from .registry import ALGORITHMS, get, run
 
 try:
     from sklearn.utils.validation import validate_data as _validate_data
+    _ALL_FINITE = "ensure_all_finite"
 except ImportError:  # scikit-learn < 1.6
     def _validate_data(est: Any, *args: Any, **kw: Any) -> Any:
         return est._validate_data(*args, **kw)
+    _ALL_FINITE = "force_all_finite"
 
 __all__ = ["Perceptron", "HigherOrderPerceptron", "PNormPerceptron", "SecondOrderPerceptron",
            "ROMMA", "PUMMA", "ALMA"]
@@ -128,34 +130,42 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
 
     # -- data -----------------------------------------------------------------------------
     def _data(self, X: Any, y: Any, reset: bool) -> tuple[Any, np.ndarray]:
+        # No pass of scikit-learn's for NaN and infinity: every training run names them on
+        # its own (DataError "X contains NaN", a ValueError): the fast forms' validate(),
+        # the Perceptron primal form's first pass over the scores, PerceptronOvR.train.
         X, y = _validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                              reset=reset, y_numeric=False)
+                              reset=reset, y_numeric=False, **{_ALL_FINITE: False})
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         return X, y
 
-    def _targets(self, y: np.ndarray) -> np.ndarray:
+    def _targets(self, y: np.ndarray, inverse: np.ndarray | None = None) -> np.ndarray:
         """T x K in {-1, +1}: one column (classes_[1] against classes_[0]) for two classes,
-        one per class (one-vs-rest) otherwise."""
-        unknown = ~np.isin(y, self.classes_)
-        if unknown.any():
-            raise DataError(f"data: label {y[int(np.argmax(unknown))]!r} is not one of the "
-                            f"classes {self.classes_.tolist()}")
+        one per class (one-vs-rest) otherwise.  ``inverse``: each label's index in
+        ``classes_``, when known (``np.unique(..., return_inverse=True)``)."""
+        if inverse is None:
+            unknown = ~np.isin(y, self.classes_)
+            if unknown.any():
+                raise DataError(f"data: label {y[int(np.argmax(unknown))]!r} is not one of "
+                                f"the classes {self.classes_.tolist()}")
+            inverse = np.searchsorted(self.classes_, y)
+        inverse = np.asarray(inverse).reshape(-1)
         if self.classes_.shape[0] == 2:
-            return np.where(y == self.classes_[1], 1, -1)[:, None].astype(np.int64)
-        return np.where(y[:, None] == self.classes_[None, :], 1, -1).astype(np.int64)
+            return np.where(inverse == 1, 1, -1)[:, None].astype(np.int64)
+        return np.where(inverse[:, None] == np.arange(self.classes_.shape[0])[None, :],
+                        1, -1).astype(np.int64)
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> _OnlineClassifier:
         """Train from scratch over ``epochs`` passes of (X, y)."""
         self._check_params()
         X, y = self._data(X, y, reset=True)
-        self.classes_ = np.unique(y)
+        self.classes_, inverse = np.unique(y, return_inverse=True)
         if self.classes_.shape[0] < 2:
             raise DataError(f"data: y holds one class only ({self.classes_[0]!r}); a "
                             "classifier needs at least 2 classes")
         self._start(X)
-        self._train(X, self._targets(y), int(self.epochs))
+        self._train(X, self._targets(y, inverse), int(self.epochs))
         return self
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> _OnlineClassifier:

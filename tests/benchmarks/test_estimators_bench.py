@@ -1,29 +1,38 @@
 """Benchmarks: one-vs-rest in one shared pass against K binary runs, and the estimators'
 ``fit`` against the bare fast form.
 
-By hand (full size, prints the ratios measured in one run):
+By hand (full size, prints the ratios measured in one run and stores them in the
+benchmark's ``extra_info``):
 
-    pytest tests/benchmarks -k estimators --benchmark-enable -s -p no:xdist
+    pytest tests/benchmarks/test_estimators_bench.py --benchmark-enable -s -p no:xdist
 
-- K = 10 classes, Perceptron, one epoch: the shared pass (``fast.multiclass``) over K
-  separate binary runs (``fast.perceptron``, each on its relabelled data), on 20,000 x 200
-  (primal) and on 5,000 x 50 with a Gaussian kernel (dual).  Target: <= 0.5.
-- ``Perceptron(...).fit`` and ``SecondOrderPerceptron(...).fit`` over the bare
-  ``run(..., impl="fast")`` on the same binary data.  Target: <= 10% overhead.
+- K = 10 classes, Perceptron, one epoch: the shared pass (``fast.multiclass.PerceptronOvR``
+  with its default engine, then its K traces) over K binary runs (``run("perceptron", ...,
+  impl="fast")`` with its default engine, each on its relabelled data), on 20,000 x 200
+  (primal) and on 5,000 x 50 with a Gaussian kernel (dual).  Target: <= 0.5.  The numpy
+  engine's shared pass is timed too, over the same binary runs.
+- ``Perceptron(...).fit`` (primal, and dual with a Gaussian kernel) and
+  ``SecondOrderPerceptron(...).fit`` over the bare ``run(..., impl="fast")`` on the same
+  binary data.  Target: <= 10% overhead.
 
-In CI (``--benchmark-disable``) every case runs once on small data as a correctness check:
-the shared pass must make exactly the binary runs' mistakes and updates, the estimator
-exactly the bare run's.
+Every time is the best of several repeats, the two sides of a ratio interleaved (the
+machine may be shared: both sides see the same load).  In CI (``--benchmark-disable``)
+every case runs once on small data as a correctness check: the shared pass, by both
+engines, makes exactly the binary runs' mistakes and updates; the estimator exactly the
+bare run's.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from perceptron_oracle import run
+from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
 
 pytest.importorskip("sklearn", reason="scikit-learn (the peers extra) is not installed")
@@ -34,6 +43,7 @@ CASES = {  # (T, n, form, kernel): full size, small size
     "primal": ((20_000, 200, "primal", "linear"), (1_000, 20, "primal", "linear")),
     "dual": ((5_000, 50, "dual", "rbf:gamma=1/50"), (400, 10, "dual", "rbf:gamma=1/10")),
 }
+ENGINES = ("numpy", "numba") if _compiled.available() else ("numpy",)
 
 
 def _blobs(T: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -44,13 +54,21 @@ def _blobs(T: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return centres[labels] + 1.5 * rng.normal(size=(T, n)), labels
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
-    best, out = float("inf"), None
+def _best(fns: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict[str, float],
+                                                                   dict[str, Any]]:
+    """Best time of each function over ``repeat`` rounds, the functions interleaved."""
+    best = {name: float("inf") for name in fns}
+    out: dict[str, Any] = {}
     for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            out[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best, out
+
+
+def _same(got: Any, want: Any) -> bool:
+    return bool((got.mistakes, got.updates) == (want.mistakes, want.updates))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -59,45 +77,95 @@ def test_one_vs_rest_shared_pass(benchmark, case):
     T, n, form, kernel = CASES[case][0 if full else 1]
     X, labels = _blobs(T, n)
     _, Y = relabel(labels)
-    repeat = 5 if full else 1
 
-    def shared():
-        model = PerceptronOvR(n, K, form=form, kernel=kernel)
-        model.train(X, Y, 1)
-        return model.traces()
+    def shared(engine: str) -> Callable[[], Any]:
+        def fn() -> Any:
+            model = PerceptronOvR(n, K, form=form, kernel=kernel, engine=engine)
+            model.train(X, Y, 1)
+            return model.traces()
+        return fn
 
-    def binary():
-        return [run("perceptron", X, Y[:, k], impl="fast", form=form, kernel=kernel)
-                for k in range(K)]
+    def binary(k: int) -> Callable[[], Any]:
+        return lambda: run("perceptron", X, Y[:, k], impl="fast", form=form, kernel=kernel)
 
-    t_shared, traces = _best(shared, repeat)
-    t_binary, alone = _best(binary, repeat)
-    for got, want in zip(traces, alone):
-        assert (got.mistakes, got.updates) == (want.mistakes, want.updates)
-    benchmark.pedantic(shared, rounds=1, iterations=1)
+    default = ENGINES[-1]
+    if full:  # compile and warm up outside the timing
+        for engine in ENGINES:
+            PerceptronOvR(n, K, form=form, kernel=kernel, engine=engine).train(X[:50],
+                                                                              Y[:50], 1)
+        run("perceptron", X[:50], Y[:50, 0], impl="fast", form=form, kernel=kernel)
+    # The ratio's two sides interleaved; the numpy engine's pass in rounds of its own after
+    # them (its multi-threaded BLAS products leave OpenBLAS threads spinning for a while,
+    # which slowed whatever ran next on the 2-core machine).
+    times, out = _best({**{f"binary {k}": binary(k) for k in range(K)},
+                        default: shared(default)}, 7 if full else 1)
+    for engine in ENGINES[:-1]:
+        more_times, more_out = _best({engine: shared(engine)}, 3 if full else 1)
+        times.update(more_times)
+        out.update(more_out)
+    # K x one binary run: each class's binary run at its best time
+    times["binary"] = sum(times[f"binary {k}"] for k in range(K))
+    out["binary"] = [out[f"binary {k}"] for k in range(K)]
+    for engine in ENGINES:
+        assert all(_same(got, want) for got, want in zip(out[engine], out["binary"])), engine
+    ratio = times[default] / times["binary"]
+    benchmark.extra_info.update({
+        "shape": f"{T} x {n}", "kernel": kernel, "classes": K,
+        "binary_runs_s": times["binary"],
+        **{f"shared_{e}_s": times[e] for e in ENGINES},
+        **{f"ratio_{e}": times[e] / times["binary"] for e in ENGINES},
+        "ratio": ratio})
+    benchmark.pedantic(shared(default), rounds=1, iterations=1)
     if full:
-        print(f"\none-vs-rest {case} {T} x {n} {kernel}, K = {K}: shared pass {t_shared:.3f} s, "
-              f"{K} binary runs {t_binary:.3f} s, ratio {t_shared / t_binary:.2f} "
-              f"(updates per learner: {[len(t.updates) for t in alone]})")
+        updates = [len(t.updates) for t in out["binary"]]
+        print(f"\none-vs-rest {case} {T} x {n} {kernel}, K = {K}, one epoch: {K} binary runs "
+              f"{times['binary']:.4f} s; shared pass "
+              + ", ".join(f"{e} {times[e]:.4f} s (ratio {times[e] / times['binary']:.2f})"
+                          for e in ENGINES)
+              + f"; target <= 0.5 {'met' if ratio <= 0.5 else 'MISSED'} "
+              f"(updates per learner {updates}, {sum(updates)} in all)")
 
 
-@pytest.mark.parametrize("estimator, algorithm, params", [
-    (Perceptron, "perceptron", {}),
-    (SecondOrderPerceptron, "second_order", {}),
-])
-def test_fit_overhead(benchmark, estimator, algorithm, params):
+FIT_CASES = {  # estimator, algorithm, params, form, kernel, full size, small size
+    "perceptron-primal": (Perceptron, "perceptron", {}, "primal", "linear",
+                          (20_000, 200), (1_000, 20)),
+    "perceptron-dual-rbf": (Perceptron, "perceptron", {}, "dual", "rbf:gamma=1/50",
+                            (5_000, 50), (400, 10)),
+    "second_order-primal": (SecondOrderPerceptron, "second_order", {}, "primal", "linear",
+                            (20_000, 200), (1_000, 20)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FIT_CASES))
+def test_fit_overhead(benchmark, case):
+    estimator, algorithm, params, form, kernel, big, small = FIT_CASES[case]
     full = benchmark.enabled
-    T, n = (20_000, 200) if full else (1_000, 20)
+    T, n = big if full else small
     X, labels = _blobs(T, n, seed=1)
     y = np.where(labels < K // 2, 1, -1)
-    repeat = 5 if full else 1
-    t_bare, bare = _best(lambda: run(algorithm, X, y, impl="fast", form="primal",
-                                     epochs=2, **params), repeat)
-    t_fit, model = _best(lambda: estimator(**params, form="primal", epochs=2,
-                                           keep_trace=True).fit(X, y), repeat)
-    assert (model.trace_.mistakes, model.trace_.updates) == (bare.mistakes, bare.updates)
-    benchmark.pedantic(lambda: estimator(**params, epochs=2).fit(X, y), rounds=1,
-                       iterations=1)
+
+    def bare() -> Any:
+        return run(algorithm, X, y, impl="fast", form=form, kernel=kernel, epochs=2,
+                   **params)
+
+    def fit() -> Any:
+        return estimator(**params, form=form, kernel=kernel, epochs=2,
+                         keep_trace=True).fit(X, y)
+
     if full:
-        print(f"\n{estimator.__name__}.fit over run({algorithm!r}) on {T} x {n}, 2 epochs: "
-              f"{t_fit:.3f} s / {t_bare:.3f} s, overhead {100 * (t_fit / t_bare - 1):+.0f}%")
+        _best({"bare": lambda: run(algorithm, X[:50], y[:50], impl="fast", form=form,
+                                   kernel=kernel, **params),
+               "fit": lambda: estimator(**params, form=form, kernel=kernel).fit(X[:50],
+                                                                               y[:50])}, 1)
+    times, out = _best({"bare": bare, "fit": fit}, 9 if full else 1)
+    assert _same(out["fit"].trace_, out["bare"])
+    overhead = times["fit"] / times["bare"] - 1
+    benchmark.extra_info.update({"shape": f"{T} x {n}", "kernel": kernel, "epochs": 2,
+                                 "bare_s": times["bare"], "fit_s": times["fit"],
+                                 "overhead": overhead})
+    benchmark.pedantic(fit, rounds=1, iterations=1)
+    if full:
+        print(f"\n{estimator.__name__}.fit over run({algorithm!r}, form={form!r}, "
+              f"kernel={kernel!r}) on {T} x {n}, 2 epochs: {times['fit']:.4f} s / "
+              f"{times['bare']:.4f} s, overhead {100 * overhead:+.1f}% (target <= 10%: "
+              f"{'met' if overhead <= 0.10 else 'MISSED'})")
