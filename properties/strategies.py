@@ -174,11 +174,14 @@ _HO_C_THEOREM1 = st.sampled_from([Fraction(1), Fraction(2, 5), Fraction(1, 2), F
 
 @st.composite
 def higher_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
-    """HO_p(c): p = 2 for the ``primal`` and ``dual`` forms, p in {2, 3, 4, 7} otherwise;
+    """HO_p(c): p = 2 for the forms declared p = 2 only, p in {2, 3, 4, 7} otherwise;
     rho in {c/k, theorem1, constant} with c in its range (SPEC.md, higher_order); sparse in
     about half the draws.  c = 0 (the Perceptron) and c = 1 with theorem1 are included."""
     params: dict[str, Any] = {}
-    p = Fraction(2) if form in ("primal", "dual") else draw(_HO_P_ANY, label="p")
+    from ..registry import get  # the forms' declarations: which take p = 2 only
+
+    p2_only = form is not None and form in get("higher_order").p2_forms
+    p = Fraction(2) if p2_only else draw(_HO_P_ANY, label="p")
     if p != 2 or draw(st.booleans(), label="p given?"):
         params["p"] = p
     rho = draw(st.sampled_from(["c/k", "c/k", "theorem1", "constant"]), label="rho")

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 
 import fast_protocol
+import wrong_alma
 import wrong_perceptrons
 import wrong_romma_pumma
-from perceptron_oracle import properties
+from perceptron_oracle import properties, run
 from perceptron_oracle.properties import (
     checks,
     higher_order,
@@ -21,6 +22,7 @@ from perceptron_oracle.properties import (
     second_order,
 )
 from perceptron_oracle.properties.romma_pumma import check_theorem2, optimum_2norm, theorem3_bound
+from perceptron_oracle.registry import ALGORITHMS
 
 F = Fraction
 
@@ -43,7 +45,21 @@ def test_yield_checks_lists_every_algorithm_with_one_signature():
             assert isinstance(check.needs, tuple) and hasattr(check.strategy, "example")
             ids.append(check.id)
     assert len(ids) == len(set(ids))
-    assert list(checks.yield_checks("alma")) == []   # none for outside implementations yet
+    assert set(checks.ALGORITHMS) == set(ALGORITHMS)   # every registered family has checks
+    assert list(checks.yield_checks("no_such_algorithm")) == []
+
+
+def test_the_alma_check_rejects_a_dropped_bias():
+    """ALMA's corrections bound (Theorem 3) passes the fast forms and rejects the planted
+    bug that drops the bias coordinate from the score."""
+    check = next(checks.yield_checks("alma"))
+    assert checks.run_check(check, _fast, max_examples=20).ok
+    failed = checks.run_check(check, wrong_alma.bias_dropped, max_examples=20)
+    assert failed.status == "fail" and "Theorem 3" in failed.message
+
+
+def _fast(algorithm, X, y, *, epochs, kernel, params):
+    return run(algorithm, X, y, impl="fast", epochs=epochs, kernel=kernel, **params)
 
 
 def _plain(algorithm, X, y, *, epochs, kernel, params):
