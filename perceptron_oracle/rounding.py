@@ -84,6 +84,18 @@ def exact_in_float64(exponent: int | None, magnitude: float) -> bool:
     return math.frexp(magnitude)[1] + exponent <= 52  # magnitude < 2^(52 - exponent)
 
 
+def linear_sums_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
+    """Whether float64 computes every v.x of a linear run exactly, v a sum of at most
+    ``max_updates`` signed instances: all data on one dyadic grid and every partial sum
+    below 2^52 of its steps (SPEC.md section 3, "Exact float64 runs")."""
+    e_x = max_dyadic_exponent(v for row in rows for v in row)
+    if e_x is None:
+        return False
+    x_max = max(abs(float(v)) for row in rows for v in row)
+    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
+    return exact_in_float64(2 * e_x, max_updates * (r2 + x_max))
+
+
 def within(value: object, bound: float) -> bool:
     """|value| <= bound, decided exactly for an exact value of any size (a Fraction, an int,
     an mpmath mpf, or a ``(numerator, denominator)`` pair of ints): never through a float

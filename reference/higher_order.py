@@ -64,9 +64,8 @@ from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
     UNIT_ROUNDOFF,
-    exact_in_float64,
+    linear_sums_exact,
     magnitude_float,
-    max_dyadic_exponent,
     score_error_bound,
     within,
 )
@@ -705,14 +704,7 @@ def _identity_is_exact(kern: Kernel, rows: list[list[Fraction]], max_updates: in
     """While B = I (every rho so far 0) and p = 2, a float64 form computes v.x (primal: A = I
     exactly; dual: g = y; implicit: factors with rho = 0 leave z unchanged).  True iff that is
     exact for every trial: linear kernel, data on a dyadic grid, sums below 2^53 steps."""
-    if not kern.is_linear:
-        return False
-    e_x = max_dyadic_exponent(v for row in rows for v in row)
-    if e_x is None:
-        return False
-    x_max = max(abs(float(v)) for row in rows for v in row)
-    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
-    return exact_in_float64(2 * e_x, max_updates * (r2 + x_max))
+    return kern.is_linear and linear_sums_exact(rows, max_updates)
 
 
 # -- final-state bounds -----------------------------------------------------------------

@@ -33,9 +33,8 @@ from ..numbers import number_context
 from ..params import Param, ParamSchema
 from ..rounding import (
     SMALLEST_SUBNORMAL,
-    exact_in_float64,
+    linear_sums_exact,
     magnitude_float,
-    max_dyadic_exponent,
     score_error_bound,
 )
 from ..trace import Trace
@@ -195,12 +194,7 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
 
 def _perceptron_is_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
     """p = 2: float64 computes every v.x exactly (all data on a dyadic grid, sums small)."""
-    e_x = max_dyadic_exponent(v for row in rows for v in row)
-    if e_x is None:
-        return False
-    x_max = max(abs(float(v)) for row in rows for v in row)
-    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
-    return exact_in_float64(2 * e_x, max_updates * (r2 + x_max))
+    return linear_sums_exact(rows, max_updates)
 
 
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
