@@ -13,42 +13,12 @@ import pytest
 TESTS = pathlib.Path(__file__).parent
 PLAIN = TESTS.parent / "examples" / "python" / "plain.py"
 
-#: A plain Perceptron (w and b only; eta, b0 and C; linear kernel; NotImplementedError for
-#: everything else), written here in case examples/python/plain.py is not there.
-PLAIN_COPY = '''
-import numpy as np
-
-
-def run(algorithm, X, y, *, epochs, kernel, params):
-    if algorithm != "perceptron":
-        raise NotImplementedError(f"only the perceptron, not {algorithm}")
-    if kernel != "linear":
-        raise NotImplementedError("linear kernel only")
-    for name in ("tau", "lam"):
-        if params.get(name):
-            raise NotImplementedError(f"no {name}")
-    if params.get("alpha_bound") is not None:
-        raise NotImplementedError("no alpha-bound")
-    eta, b, C = (float(params.get(k, d)) for k, d in (("eta", 1), ("b0", 0), ("C", 0)))
-    w = np.zeros(X.shape[1])
-    mistakes = []
-    for t in range(epochs * len(y)):
-        x, label = X[t % len(y)], y[t % len(y)]
-        if label * (x @ w + b) <= 0:
-            mistakes.append(t)
-            w += eta * label * x
-            b += eta * label * C
-    return {"format": "perceptron-oracle/trace@1", "algorithm": "perceptron",
-            "form": "primal", "kernel": "linear", "params": {}, "n_examples": len(y),
-            "epochs": epochs, "mistakes": mistakes, "updates": mistakes,
-            "final": {"w": w.tolist(), "b": b}}
-'''
-
 
 def _plain(tmp_path, zero_is_correct=False):
-    """plain.py in tmp_path (the example's, or the copy above); with ``zero_is_correct``
-    the Perceptron that counts a zero score as correct (y s < 0 is a mistake)."""
-    text = PLAIN.read_text() if PLAIN.exists() else PLAIN_COPY
+    """plain.py in tmp_path (the example: a Perceptron with w and b only); with
+    ``zero_is_correct`` the Perceptron that counts a zero score as correct (y s < 0 is a
+    mistake)."""
+    text = PLAIN.read_text()
     marker = "if label * (x @ w + b) <= 0"
     assert marker in text
     if zero_is_correct:
