@@ -28,6 +28,7 @@ The derivations are in SPEC.md (HO section, "fast forms").
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any
 
@@ -41,6 +42,7 @@ from ..kernels import Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
+from . import _compiled
 from .driver import DriverResult, FloatRangeError, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
@@ -111,19 +113,14 @@ class OneBlasThread:
 # -- the compiled per-trial engine (numba, optional) -------------------------------------------
 #: The keyword ``engine`` of the primal and implicit forms (and of SOP's primal): "auto" (numba
 #: when it is installed and the run is long enough), "numpy" or "numba".
-ENGINES = ("auto", "numpy", "numba")
+ENGINES = _compiled.ENGINES
 #: "auto" compiles only for runs of at least this many trials (epochs x T): the first call in a
 #: process pays the JIT (about half a second per kernel), which a short run does not recover.
 COMPILED_MIN_TRIALS = 5000
-_COMPILED: dict[str, Any] | None = None
 
 
 def numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _compiled.available()
 
 
 def check_engine(engine: str) -> str:
@@ -148,16 +145,16 @@ def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
     return trials >= COMPILED_MIN_TRIALS and numba_available()
 
 
-def compiled() -> dict[str, Any]:
-    """The numba kernels, built at first use.  Level-2 BLAS (dsymv, dsyr, dsyr2, dspmv,
-    dspr) is called through scipy's ``cython_blas`` function pointers, on the same
-    column-major upper-triangle storage as the numpy path's ``scipy.linalg.blas`` calls."""
-    global _COMPILED
-    if _COMPILED is None:
-        _COMPILED = _build_kernels()
-    return _COMPILED
+def compiled() -> Any:
+    """The module of the numba loops (``fast._numba``: ``ho_primal`` here, ``sop_primal`` in
+    ``fast.second_order``), imported at first use.  Level-2 BLAS (dsymv, dsyr, dsyr2) is
+    called through scipy's ``cython_blas`` function pointers (``blas_pointers``, passed to
+    the loops), on the same column-major upper-triangle storage as the numpy path's
+    ``scipy.linalg.blas`` calls."""
+    return _compiled.kernels()
 
 
+@functools.cache
 def blas_pointers() -> dict[str, Any]:
     """ctypes views of scipy's ``cython_blas`` level-2 routines (Fortran interface: every
     argument by pointer), callable from numba-compiled code."""
@@ -190,66 +187,6 @@ def run_compiled(model: Any, T: int, epochs: int) -> DriverResult:
                 "normalise the instances (--normalize 2, or preprocessing.normalize)")
     updates = np.concatenate(done).tolist() if done else []
     return DriverResult(mistakes=updates, updates=list(updates))
-
-
-def _build_kernels() -> dict[str, Any]:
-    import numba
-
-    ptr = blas_pointers()
-    dsymv, dsyr2 = ptr["dsymv"], ptr["dsyr2"]
-
-    @numba.njit(nogil=True)
-    def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos):  # type: ignore[no-untyped-def]
-        """Trials t .. t_end-1 of HO_2 primal (section 10.9.1), stopping after ``limit``
-        mistakes.  Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
-        T, n = X.shape
-        ints = np.array([n, 1, A.shape[0]], dtype=np.int32)     # n, inc, lda
-        scal = np.zeros(2)                                        # alpha, beta
-        uplo = np.array([85], dtype=np.uint8)                     # 'U'
-        count = 0
-        while t < t_end:
-            j = t % T
-            x = X[j]
-            s = np.dot(x, w)
-            if not np.isfinite(s):
-                return t, count, 1
-            label = y[j]
-            if label * s <= 0.0:
-                out[count] = t
-                k += 1
-                vx = np.dot(v, x)
-                if sparse and label * vx < 0:
-                    rho = 0.0
-                elif mode == 0:
-                    rho = c / k
-                elif mode == 1:
-                    rho = (1.0 - c) / (1.0 + abs(vx))
-                else:
-                    rho = c
-                rhos[count] = rho
-                count += 1
-                for i in range(n):
-                    v[i] += label * x[i]
-                if rho != 0.0:
-                    scal[0] = 1.0
-                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, A.ctypes, ints[2:].ctypes,
-                          x.ctypes, ints[1:].ctypes, scal[1:].ctypes, a.ctypes,
-                          ints[1:].ctypes)
-                    half = 0.5 * rho * np.dot(x, a)
-                    for i in range(n):
-                        a[i] -= half * x[i]
-                    scal[0] = -rho
-                    dsyr2(uplo.ctypes, ints.ctypes, scal.ctypes, x.ctypes, ints[1:].ctypes,
-                          a.ctypes, ints[1:].ctypes, A.ctypes, ints[2:].ctypes)
-                scal[0] = 1.0
-                dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, A.ctypes, ints[2:].ctypes,
-                      v.ctypes, ints[1:].ctypes, scal[1:].ctypes, w.ctypes, ints[1:].ctypes)
-                if count == limit:
-                    return t + 1, count, 0
-            t += 1
-        return t, count, 0
-
-    return {"ho_primal": ho_primal}
 
 
 class Packed:
@@ -383,9 +320,11 @@ def _compiled_primal_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray
                           np.zeros(model.A.shape[0]))
         model.v, model.w = np.array(model.v), np.array(model.w)
     X, y, out, rhos, scratch = model._buffers
-    t, count, bad = compiled()["ho_primal"](
+    ptr = blas_pointers()
+    t, count, bad = compiled().ho_primal(
         X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
-        model.rule.sparse, model.A, model.v, model.w, scratch, out, rhos)
+        model.rule.sparse, model.A, model.v, model.w, scratch, out, rhos, ptr["dsymv"],
+        ptr["dsyr2"])
     made = rhos[:count]
     model.k += count
     model.rhos.extend(made.tolist())
@@ -396,7 +335,7 @@ def _compiled_primal_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray
 class _Primal(_Model):
     """A_k (upper triangle, Fortran order for in-place BLAS), v_k and w_k = A_k v_k.
 
-    Compiled engine: the per-trial loop (``compiled()["ho_primal"]``) makes the same BLAS
+    Compiled engine: the per-trial loop (``compiled().ho_primal``) makes the same BLAS
     calls on the same arrays, a mistake at a time, with no Python between trials."""
 
     def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):

@@ -208,10 +208,9 @@ class PerceptronOvR:
             else:
                 bad = self._dual_compiled(X, Y, epochs, lam_terms, use_lam, bound, alpha,
                                           slot, n_support, flags, state)
-        if self.form == "primal" and bad >= 0 and not sp.issparse(X):
-            check_finite_rows(X)  # a NaN or infinity in X, named as validate() does
-        if bad >= 0:
-            raise float_range_error(self.trials + int(bad), int(bad) % T, float(state[0]))
+        # the primal loops score every row: a NaN or infinity in X, named as validate() does
+        _compiled.raise_if_bad(bad, T, state[0], X if self.form == "primal" else None,
+                               self.trials)
         S = int(n_support[0])
         self._reserve(S)
         examples = np.empty(S - first, dtype=np.int64)  # this call's supports, by id

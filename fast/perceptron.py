@@ -24,7 +24,7 @@ from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
-from .driver import float_range_error, run_blocks
+from .driver import run_blocks
 
 
 class _Model:
@@ -171,8 +171,7 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
                                       model.eta, model.C, model.tau, lam_terms,
                                       model.lam_terms is not None, bound, model.w,
                                       model.alpha, state, flags, scores, record_scores)
-        if bad >= 0 and not sparse:
-            check_finite_rows(X)  # a NaN or infinity in X (the primal's finiteness check)
+        checked = X  # a NaN or infinity in X: the primal's finiteness check is the loop's
     else:
         kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
         support = np.zeros(T, dtype=np.int64)
@@ -183,8 +182,8 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
                                     model.lam_terms is not None, bound, model.alpha,
                                     np.full(T, -1, dtype=np.int64), support, coef, state,
                                     flags, scores, record_scores)
-    if bad >= 0:
-        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+        checked = None
+    _compiled.raise_if_bad(bad, T, state[1], checked)
     model.b = float(state[0])
     mistakes, updates, blocked = _compiled.split_flags(flags)
     model.blocked = blocked.tolist()

@@ -25,7 +25,7 @@ from ..reference.common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
-from .driver import float_range_error, run_blocks
+from .driver import run_blocks
 from .higher_order import pnorm_gradient
 
 
@@ -88,7 +88,6 @@ def _run_compiled(model: _Primal, epochs: int, record_scores: bool
                                            model.y.astype(np.float64), epochs, model.p,
                                            model.v, model.w, state, flags, scores,
                                            record_scores)
-    if bad >= 0:
-        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+    _compiled.raise_if_bad(bad, T, state[1])
     mistakes, updates, _ = _compiled.split_flags(flags)
     return mistakes, updates, scores.tolist() if record_scores else None

@@ -33,14 +33,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import check_finite_rows, validate
+from ..data import validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
 from . import _compiled
-from .driver import float_range_error, run_blocks
+from .driver import run_blocks
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
 #: in float64 (z parallel to v); see SPEC.md for how the reference treats such a trial.
@@ -526,12 +526,9 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     scores = np.zeros(trials if record_scores else 1)
     bad = _compiled_romma.loops().romma_primal(
         dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
-        1.0 - float(p["delta"]), w, np.zeros(n if sparse else 1), state, mistakes, updates,
-        scores, record_scores)
-    if bad >= 0:
-        if not sparse:
-            check_finite_rows(X)  # a NaN or infinity in X: validate()'s report
-        raise float_range_error(int(bad), int(bad) % T, float(state[1]))
+        1.0 - float(p["delta"]), RESIDUAL_SINGULAR, w, np.zeros(n if sparse else 1), state,
+        mistakes, updates, scores, record_scores)
+    _compiled.raise_if_bad(bad, T, state[1], X)  # dense X: a NaN or infinity named first
     return Trace(algorithm="romma", form="primal", kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
                  updates=updates[:int(state[3])].tolist(), final={"w": w.tolist()},

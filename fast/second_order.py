@@ -45,6 +45,7 @@ from .higher_order import (
     Packed,
     blas_pointers,
     check_engine,
+    compiled,
     run_compiled,
     use_compiled,
 )
@@ -164,8 +165,10 @@ class _Primal:
         X, y, out, z = self._buffers
         limit = DRIFT_EVERY - (self.k % DRIFT_EVERY) if not self.adaptive else 1
         u = np.array(self.u)
-        t, count, bad = _kernels()["sop_primal"](X, y, t, end, limit, self.Ainv, self.v, u,
-                                                 z, self.probe, self.Cp, out)
+        ptr = blas_pointers()
+        t, count, bad = compiled().sop_primal(X, y, t, end, limit, self.Ainv, self.v, u, z,
+                                              self.probe, self.Cp, out, ptr["dsymv"],
+                                              ptr["dsyr"])
         self.u = u
         trials = out[:count].copy()
         if count:
@@ -180,61 +183,6 @@ class _Primal:
     def final(self, support: list[int]) -> dict[str, Any]:
         return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v).tolist(),
                 "v": self.v.tolist()}
-
-
-_KERNELS: dict[str, Any] | None = None
-
-
-def _kernels() -> dict[str, Any]:
-    """The numba loop of the primal form (built at first use; BLAS through
-    ``fast.higher_order.blas_pointers``)."""
-    global _KERNELS
-    if _KERNELS is None:
-        import numba
-
-        ptr = blas_pointers()
-        dsymv, dsyr = ptr["dsymv"], ptr["dsyr"]
-
-        @numba.njit(nogil=True)
-        def sop_primal(X, y, t, t_end, limit, Ainv, v, u, z, probe, Cp, out):  # type: ignore[no-untyped-def]
-            """Trials t .. t_end-1, stopping after ``limit`` mistakes: score x.u, and at a
-            mistake the primal update (dsymv, dsyr, v, C p, dsymv).  Returns (next trial,
-            mistakes, 1 if a score was not finite)."""
-            T, n = X.shape
-            ints = np.array([n, 1, Ainv.shape[0]], dtype=np.int32)  # n, inc, lda
-            scal = np.array([1.0, 0.0, 0.0])                          # 1, beta = 0, alpha
-            uplo = np.array([85], dtype=np.uint8)                     # 'U'
-            count = 0
-            while t < t_end:
-                j = t % T
-                x = X[j]
-                s = np.dot(x, u)
-                if not np.isfinite(s):
-                    return t, count, 1
-                label = y[j]
-                if label * s <= 0.0:
-                    out[count] = t
-                    count += 1
-                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, Ainv.ctypes,
-                          ints[2:].ctypes, x.ctypes, ints[1:].ctypes, scal[1:].ctypes,
-                          z.ctypes, ints[1:].ctypes)
-                    scal[2] = -1.0 / (1.0 + np.dot(x, z))
-                    dsyr(uplo.ctypes, ints.ctypes, scal[2:].ctypes, z.ctypes,
-                         ints[1:].ctypes, Ainv.ctypes, ints[2:].ctypes)
-                    xp = np.dot(x, probe)
-                    for i in range(n):
-                        v[i] += label * x[i]
-                        Cp[i] += xp * x[i]
-                    if count == limit:
-                        return t + 1, count, 0
-                    dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, Ainv.ctypes,
-                          ints[2:].ctypes, v.ctypes, ints[1:].ctypes, scal[1:].ctypes,
-                          u.ctypes, ints[1:].ctypes)
-                t += 1
-            return t, count, 0
-
-        _KERNELS = {"sop_primal": sop_primal}
-    return _KERNELS
 
 
 class _Grow:
