@@ -114,8 +114,9 @@ class OneBlasThread:
 #: The keyword ``engine`` of the primal and implicit forms (and of SOP's primal): "auto" (numba
 #: when it is installed and the run is long enough), "numpy" or "numba".
 ENGINES = _compiled.ENGINES
-#: "auto" compiles only for runs of at least this many trials (epochs x T): the first call in a
-#: process pays the JIT (about half a second per kernel), which a short run does not recover.
+#: "auto" compiles only for runs of at least this many trials (epochs x T): without a
+#: writable numba cache every process pays the JIT at its first call (about half a second
+#: per loop), which a short run does not recover.
 COMPILED_MIN_TRIALS = 5000
 
 
