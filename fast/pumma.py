@@ -18,6 +18,7 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..kernels import parse_kernel
 from ..reference.common import check_epochs
 from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
 from ..trace import Trace
-from .driver import run_blocks
+from .driver import forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
     SINGULAR,
@@ -235,20 +236,46 @@ class _Pumma(Guarded):
         self.neg = -1
         self.started = False
         self.b = -1.0
+        #: per trial, the update test's left side as :meth:`wants` computes it (y score +
+        #: xi_j; nan where the test is not made), recorded by :func:`forced_run` only
+        self.tested: list[float] | None = None
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         if not self.started:
-            return np.full(stop - start, self.b)
-        return self.space.block_scores(start, stop) + self.b
+            out = np.full(stop - start, self.b)
+        else:
+            out = self.space.block_scores(start, stop) + self.b
+        if self.tested is not None:
+            self._record(start, stop, out)
+        return out
+
+    def _record(self, start: int, stop: int, scores: np.ndarray) -> None:
+        """The update test's left side of the block's trials, by the expressions of
+        :meth:`wants` on the margins the driver forms (y * scores): the same float64
+        numbers the form compares with 1 - delta."""
+        assert self.tested is not None
+        if not self.started:
+            self.tested.extend([math.nan] * (stop - start))
+            return
+        tested = self.test_margins(start, stop, self.y[start:stop] * scores)
+        for j in self.tight():
+            if start <= j < stop:
+                tested[j - start] = math.nan
+        self.tested.extend(tested.tolist())
+
+    def test_margins(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
+        """y score + xi_j, the update test's left side (the margins alone without a soft
+        margin)."""
+        slack = self.space.slack(start, stop)
+        if slack is not None:
+            margins = margins + self.y[start:stop] * slack
+        return margins
 
     def wants(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         if not self.started:
             labels = self.y[start:stop]
             return ((labels > 0) & (self.pos < 0)) | ((labels < 0) & (self.neg < 0))
-        slack = self.space.slack(start, stop)
-        if slack is not None:
-            margins = margins + self.y[start:stop] * slack
-        return super().wants(start, stop, margins)
+        return super().wants(start, stop, self.test_margins(start, stop, margins))
 
     def tight(self) -> tuple[int, ...]:
         return (self.pos, self.neg)   # Lemma 4: y (w.x + b) + xi = 1 exactly
@@ -324,6 +351,25 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
                  params=params, n_examples=y.shape[0], epochs=epochs,
                  mistakes=result.mistakes, updates=result.updates, final=model.final(y),
                  scores=result.scores)
+
+
+def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+               updates: Any) -> tuple[Trace, list[float]]:
+    """A shadow run (``fast.driver.forced_updates``): the form updates at exactly
+    ``updates`` (an exact run's) and reports, beside every trial's score, its update test's
+    left side y score + xi_j as the form compares it with 1 - delta (nan at start-up and for
+    the pair members, whose test is skipped).  The reference's soft-margin fragile rule
+    reads both (SPEC.md 12.5).  The decisions and outputs of ``primal``/``dual`` are not
+    touched: the record exists only here."""
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
+    model.tested = []
+    with forced_updates(updates):
+        result = run_blocks(model, y, epochs, True)
+    trace = Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
+                  params=params, n_examples=y.shape[0], epochs=epochs,
+                  mistakes=result.mistakes, updates=result.updates, final=model.final(y),
+                  scores=result.scores)
+    return trace, model.tested
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,

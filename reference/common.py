@@ -100,9 +100,37 @@ def shadow_errors(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     ``fast.driver.forced_updates``), measured exactly against the exact scores; inf where
     a form's score is not finite.  None when no fast form takes these parameters or a
     form cannot be run (the stated rule alone then decides)."""
+    from ..fast.driver import forced_updates
+    from ..registry import ALGORITHMS
+
+    def runner(form: str, Xa: Any, ya: Any) -> tuple[Any, None]:
+        run_form = ALGORITHMS[algorithm].implementation("fast", form)
+        with forced_updates(trace.updates):
+            return run_form(Xa, ya, epochs=epochs, kernel=kernel, record_scores=True,
+                            **params), None
+
+    found = _shadows(algorithm, X, y, kernel, params, trace, runner, None)
+    return None if found is None else found[0]
+
+
+def shadow_test_errors(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any],
+                       trace: Any, tested: list[Any], runner: Any
+                       ) -> tuple[list[float], list[float]] | None:
+    """``shadow_errors`` for an update test whose left side is not the margin y score
+    (PUMMA's soft margin: y score + xi_j): ``tested[t]`` is that left side, exact (None
+    where trial t makes no update test), and ``runner(form, X, y)`` runs a fast form along
+    the exact run's updates and returns its trace (with scores) and, per trial, the left
+    side as the form compares it (nan where it makes no test).  Returns the score errors
+    and the largest |fl(left side) - left side| per trial (inf where a form's value is not
+    finite, or where a form's updates part from the exact run's; 0 without a test)."""
+    return _shadows(algorithm, X, y, kernel, params, trace, runner, tested)
+
+
+def _shadows(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any],
+             trace: Any, runner: Any, tested: list[Any] | None
+             ) -> tuple[list[float], list[float]] | None:
     import numpy as np
 
-    from ..fast.driver import forced_updates
     from ..registry import ALGORITHMS
     try:
         forms = ALGORITHMS[algorithm].forms_for(kernel, params)
@@ -111,40 +139,58 @@ def shadow_errors(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     if not forms or trace.scores is None:
         return None
     exact = [_exact(s) for s in trace.scores]
+    exact_tested = [None if v is None else _exact(v) for v in tested or []]
     worst = [0.0] * len(exact)
+    worst_tested = [0.0] * len(exact)
     Xa = np.asarray(X, dtype=np.float64) if not hasattr(X, "toarray") else X
     ya = np.asarray(y)
     for form in forms:
-        run_form = ALGORITHMS[algorithm].implementation("fast", form)
         try:
-            with forced_updates(trace.updates):
-                shadow = run_form(Xa, ya, epochs=epochs, kernel=kernel, record_scores=True,
-                                  **params)
+            shadow, shadow_tested = runner(form, Xa, ya)
         except Exception:  # noqa: BLE001 - e.g. Newton's NotConverged: no shadow
             return None
         if shadow.scores is None or len(shadow.scores) != len(exact):
             return None
-        for t in set(trace.updates) - set(shadow.updates):
-            worst[t] = math.inf  # the form finds that update infeasible: the paths part
-        for t, (sf, se) in enumerate(zip(shadow.scores, exact)):
-            if not math.isfinite(sf):
-                worst[t] = math.inf
-                continue
-            diff = abs(Fraction(sf) - se)
-            err = float(diff) if diff < Fraction(1 << 1000) else math.inf
-            if err > worst[t]:
-                worst[t] = err
-    return worst
+        if tested is not None and (shadow_tested is None
+                                   or len(shadow_tested) != len(exact_tested)):
+            return None
+        parted = set(trace.updates) - set(shadow.updates)
+        for t in parted:
+            worst[t] = worst_tested[t] = math.inf  # the form finds that update infeasible
+        _largest(worst, shadow.scores, exact)
+        if tested is not None:
+            _largest(worst_tested, shadow_tested, exact_tested)
+    return worst, worst_tested
+
+
+def _largest(worst: list[float], values: list[float], exact: list[Any]) -> None:
+    """worst[t] <- max(worst[t], |values[t] - exact[t]|) (measured exactly, then as a float
+    that is 0 only for a zero error; inf where a value is not finite, skipped where exact[t]
+    is None: no such quantity at that trial)."""
+    for t, (sf, se) in enumerate(zip(values, exact)):
+        if se is None:
+            continue
+        if not math.isfinite(sf):
+            worst[t] = math.inf
+            continue
+        diff = abs(Fraction(sf) - se)
+        err = float(diff) if diff < Fraction(1 << 1000) else math.inf
+        if diff and not err:
+            # below float64's range (an exact score of 1e-650 that every form computes as
+            # 0): the error is not 0, and a zero band would call that mistake test robust
+            err = SMALLEST_SUBNORMAL
+        if err > worst[t]:
+            worst[t] = err
 
 
 def sharpen(fragile: list[int], errors: list[float] | None, margins: list[Any],
-            thresholds: list[list[Any]], below: Any = None) -> list[int]:
+            thresholds: list[list[Any]]) -> list[int]:
     """The fragile trials the a-posteriori rule keeps: trial t stays fragile iff, for one of
     its thresholds c (0 for the mistake test, the update test's own), the exact margin is
     exactly c (a tie: the shadows' roundings say nothing of another evaluation order), or
-    |margin - c| <= SHADOW_FACTOR max(e_t, 2u |margin|), e_t = the shadow runs' error.
-    ``below``: a test whose own margin is unseen but at least the score's (PUMMA's soft
-    margin, y score + xi_j with xi_j >= 0) keeps every trial with margin <= below + band."""
+    |margin - c| <= SHADOW_FACTOR max(e_t, 2u |margin|), e_t = the shadow runs' error of
+    that margin.  A test whose left side is not the margin (PUMMA's soft margin) is
+    sharpened by its own call, on its own left side and errors (``romma.sharpen_by_shadows``)."""
     if errors is None:
         return fragile
     out = []
@@ -153,9 +199,6 @@ def sharpen(fragile: list[int], errors: list[float] | None, margins: list[Any],
         margin = _exact(margins[t])
         band = SHADOW_FACTOR * max(errors[t], 2 * u * float(abs(margin)) if
                                    abs(margin) < Fraction(1 << 1000) else math.inf)
-        if below is not None and (not band < math.inf or margin <= below + Fraction(band)):
-            out.append(t)
-            continue
         for c in thresholds[t]:
             gap = abs(margin - c)
             if gap == 0 or not band < math.inf or gap <= Fraction(band):

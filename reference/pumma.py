@@ -173,6 +173,17 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     if two and par["C"] is None:  # SPEC.md 12.5: shadow runs for the hard margin, p = 2
         trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
                                            notes["singular"], notes["thresholds"])
+    elif two:   # the soft margin: the update test's left side y score + xi_j, measured
+        from ..fast.pumma import forced_run
+
+        def runner(form: str, Xa: Any, ya: Any) -> tuple[Trace, list[float]]:
+            return forced_run(form, Xa, ya, epochs, kern.spec, par, trace.updates)
+
+        tested = notes["tested"]
+        threshold = 1 - par["delta"]
+        thresholds = [[0] if v is None else [0, threshold] for v in tested]
+        trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
+                                           notes["singular"], thresholds, tested, runner)
     if not record_scores:
         trace.scores = None
     return trace
@@ -519,8 +530,9 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
          par: dict[str, Any], num: Numbers, record_scores: bool,
          observer: Any = None, notes: dict[str, Any] | None = None) -> tuple[Trace, float]:
     """The run; ``notes`` receives "singular" (p = 2: the trials whose pair problem is
-    ``romma.near_singular``) and "thresholds" (per trial, the margins it is tested against)
-    for ``romma.sharpen_by_shadows``."""
+    ``romma.near_singular``), "thresholds" (per trial, the margins it is tested against) and
+    "tested" (per trial, the update test's exact left side y score + xi_j, None where it
+    makes none) for ``romma.sharpen_by_shadows``."""
     T, n = len(rows), len(rows[0])
     two = par["p"] == 2
     gram = Gram(kern, rows)
@@ -542,10 +554,12 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     scores: list[Any] = []
     singular: list[int] = []
     thresholds: list[list[Any]] = []
+    tested: list[Any] = []          # the update test's exact left side y score + xi_j
     for t in range(epochs * T):
         j, label = t % T, labels[t % T]
         if not started:
             thresholds.append([0])
+            tested.append(None)
             score = b                                  # w = 0, b = -1 or +1
             if record_scores:
                 scores.append(score)
@@ -590,6 +604,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             err = model.score_error(m, magnitude)
         member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
         thresholds.append([0] if member else [0, threshold - slack])
+        tested.append(None if member else margin + slack)
         if member:       # margin + slack exactly 1: only the mistake test can be close
             if err and abs(float(margin)) <= err:
                 fragile.append(t)
@@ -642,7 +657,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                                          b_magnitude, st if not two else None,
                                          st.slack if two else None, b_slack), model.lost)
     if notes is not None:
-        notes.update(singular=singular, thresholds=thresholds)
+        notes.update(singular=singular, thresholds=thresholds, tested=tested)
     return trace, model.worst_ref
 
 

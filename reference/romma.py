@@ -73,7 +73,14 @@ from ..numbers import current_precision, number_context, precision
 from ..params import Param, ParamSchema
 from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, score_error_bound
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import (
+    Gram,
+    check_epochs,
+    exact_data,
+    shadow_errors,
+    shadow_test_errors,
+    sharpen,
+)
 
 #: ``auto`` leaves Fraction once a numerator or denominator is longer than this (bits).
 FRACTION_BITS = 4096
@@ -529,26 +536,41 @@ def near_singular(vv: Any, zz: Any, vz: Any, zz_scale: float) -> bool:
 
 def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
                        params: dict[str, Any], trace: Trace, singular: list[int],
-                       thresholds: list[list[Any]], below: Any = None) -> list[int]:
+                       thresholds: list[list[Any]], tested: list[Any] | None = None,
+                       runner: Any = None) -> list[int]:
     """The a-posteriori rule (SPEC.md section 3, "shadow runs") on the a-priori fragile
     trials before the first of ``singular`` (the update tests whose problem is
     ``near_singular``); from there on the a-priori rule decides, and every trial of
     ``singular`` is fragile (a float64 form may call its problem infeasible, or solve it
-    with amplified errors).  ``thresholds[t]``: the margins trial t is tested against;
-    ``below``: PUMMA's soft-margin test (``common.sharpen``)."""
+    with amplified errors).  ``thresholds[t]``: the margins trial t is tested against.
+
+    With ``tested`` (PUMMA's soft margin, SPEC.md 12.5): ``tested[t]`` is the exact left
+    side y score + xi_j of trial t's update test (None where it makes none), compared with
+    ``thresholds[t][1]``; the mistake test (``thresholds[t][0]`` = 0) is sharpened on the
+    score errors, the update test on the errors of the left side as the fast forms compute
+    it (``runner``: ``fast.pumma.forced_run``; ``common.shadow_test_errors``)."""
     fragile = trace.fragile or []
     cut = singular[0] if singular else len(trace.scores or [])
     early = [t for t in fragile if t < cut]
     late = sorted(set(t for t in fragile if t >= cut) | set(singular))
     if not early:
         return late
-    errors = shadow_errors(algorithm, X, y, epochs, kernel, params, trace)
-    if errors is None:
-        return sorted(set(fragile) | set(singular))
     T = trace.n_examples
     labels = list(y)
     margins = [int(labels[t % T]) * score for t, score in enumerate(trace.scores or [])]
-    return sharpen(early, errors, margins, thresholds, below) + late
+    if tested is None:
+        errors = shadow_errors(algorithm, X, y, epochs, kernel, params, trace)
+        if errors is None:
+            return sorted(set(fragile) | set(singular))
+        return sharpen(early, errors, margins, thresholds) + late
+    both = shadow_test_errors(algorithm, X, y, kernel, params, trace, tested, runner)
+    if both is None:
+        return sorted(set(fragile) | set(singular))
+    errors, test_errors = both
+    mistake = sharpen(early, errors, margins, [c[:1] for c in thresholds])
+    update = sharpen(early, test_errors, [0 if v is None else v for v in tested],
+                     [c[1:] if v is not None else [] for c, v in zip(thresholds, tested)])
+    return sorted(set(mistake) | set(update)) + late
 
 
 def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,

@@ -345,3 +345,47 @@ def test_a_stalled_newton_is_retried_at_more_bits_then_named(monkeypatch):
     first = tried[0]
     assert tried == [first, 2 * first, 4 * first]
     assert f"at {4 * first} bits" in str(caught.value)
+
+
+# -- the soft margin's a-posteriori fragile rule (SPEC.md 12.5) ------------------------------
+
+def test_soft_margin_update_test_tie_stays_fragile():
+    """An exact tie of the soft-margin update test, y (w.x + b) + xi_j = 1 - delta, is kept
+    fragile by the shadow rule (its error band says nothing of another evaluation order), and
+    float64 forms do take the other branch there.  Found by a search over small integers."""
+    from perceptron_oracle.reference.pumma import history
+    from perceptron_oracle.registry import run
+    X = [[-2, 1], [-1, -2], [0, 1], [1, -2], [-2, 2]]
+    y = [-1, 1, 1, 1, -1]
+    trace, states = history(X, y, epochs=2, C=F(4))
+    t, j = 6, 1                                  # trial 6 presents example 1 (y = +1)
+    before = [s for s in states if s["t"] < t][-1]
+    score = sum(w * F(x) for w, x in zip(before["w"], X[j])) + before["b"]
+    assert t not in trace.updates and j not in (before["pos"], before["neg"])
+    assert y[j] * score + before["xi"][j] == 1   # the tie, exactly (delta = 0)
+    assert t in trace.fragile
+    parted = [form for form in ("primal", "dual")
+              if t in run("pumma", X, y, epochs=2, C=F(4), impl="fast", form=form).updates]
+    assert parted                                # the flag is needed: a form updates there
+
+
+def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
+    """The soft-margin rule on a noisy sequence: it keeps a subset of the a-priori
+    candidates, strictly fewer, and the fast forms still agree with the reference up to the
+    trials it keeps."""
+    import perceptron_oracle.reference.romma as romma_module
+    from perceptron_oracle.compare import compare
+    from perceptron_oracle.registry import run
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, (30, 4))
+    y = np.where(X @ np.array([1.0, -2.0, 0.5, 0.0]) + 0.2 > 0, 1, -1)
+    y[rng.random(30) < 0.15] *= -1
+    params = dict(epochs=2, C=1, delta=F(1, 10))
+    sharp = pumma(X, y, **params)
+    with monkeypatch.context() as m:   # the a-priori rule alone: no shadow measurement
+        m.setattr(romma_module, "shadow_test_errors", lambda *args, **kwargs: None)
+        loose = pumma(X, y, **params)
+    assert set(sharp.fragile) < set(loose.fragile)
+    for form in ("primal", "dual"):
+        actual = run("pumma", X, y, impl="fast", form=form, **params)
+        assert compare(sharp, actual, X).ok

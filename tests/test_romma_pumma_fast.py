@@ -312,3 +312,26 @@ def test_a_nearly_infeasible_update_is_fragile():
     actual = fast_pumma.primal(X, y, epochs=3, p=Fraction(5, 2))
     assert 13 not in expected.updates and 13 in expected.fragile
     assert compare(expected, actual, X).ok
+
+
+# -- shadow runs with a soft margin (SPEC.md 12.5) -----------------------------------------
+
+@pytest.mark.parametrize("form", ["primal", "dual"])
+def test_forced_run_reports_the_update_tests_left_side(form):
+    """``fast.pumma.forced_run`` along a form's own updates changes no decision: the same
+    mistakes and updates as the plain run, the scores equal up to the last bits (a block of
+    another length goes through another BLAS kernel); and the left side it reports is the one
+    the form decides on: an update test is passed (no update) iff the value is >= 1 - delta,
+    nan exactly at start-up and for the pair members."""
+    X, y = _noisy(80, 5, 3)
+    params = dict(p=2, delta=0.25, C=0.5, numbers="auto")
+    plain = getattr(fast_pumma, form)(X, y, epochs=2, record_scores=True, **params)
+    shadow, tested = fast_pumma.forced_run(form, X, y, 2, "linear", params, plain.updates)
+    assert (shadow.mistakes, shadow.updates) == (plain.mistakes, plain.updates)
+    assert np.allclose(shadow.scores, plain.scores, rtol=1e-12, atol=1e-12)
+    assert len(tested) == len(plain.scores)
+    made = [t for t, v in enumerate(tested) if not math.isnan(v)]
+    assert 0 < len(made) < len(tested)
+    for t in made:
+        assert (tested[t] < 0.75) == (t in plain.updates)
+    assert set(plain.updates) - set(made) <= set(plain.updates[:2])   # start-up's two
