@@ -15,7 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from perceptron_oracle import golden, verify
+from perceptron_oracle import golden, peers, verify
 from perceptron_oracle.peers import LIBRARIES, Rules, adapter, diagnose, main, report, run_library
 
 SLOW = {"perceptron.json:8", "perceptron.json:43", "perceptron.json:44"}
@@ -152,6 +152,7 @@ def test_missing_library_is_listed_with_what_to_install(cases, monkeypatch):
     monkeypatch.setitem(sys.modules, "river", None)
     monkeypatch.delitem(sys.modules, "perceptron_oracle.peers.river_perceptron",
                         raising=False)
+    monkeypatch.delattr(peers, "river_perceptron", raising=False)   # imported afresh
     with pytest.raises(ImportError, match=r'pip install "perceptron-oracle\[peers\]"'):
         adapter("river")
     text, status = report(libraries=["river"], cases=cases[:1])

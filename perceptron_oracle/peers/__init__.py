@@ -15,7 +15,6 @@ trace are the explanation.  ``main`` prints the report (``perceptron-oracle peer
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import pathlib
 import sys
@@ -27,14 +26,19 @@ from typing import Any
 
 from ..errors import OracleInputError
 
-LIBRARIES = {"scikit-learn": "sklearn_perceptron", "river": "river_perceptron"}
+LIBRARIES = ("scikit-learn", "river")
 
 
 def adapter(library: str) -> Any:
-    """The adapter module of ``library`` (ImportError with what to install if missing)."""
-    if library not in LIBRARIES:
-        raise OracleInputError(f"unknown library {library!r}; known: {', '.join(LIBRARIES)}")
-    return importlib.import_module(f"{__name__}.{LIBRARIES[library]}")
+    """The adapter module of ``library`` (ImportError with what to install if missing: the
+    adapters import their library when they are imported, so they are imported here)."""
+    if library == "scikit-learn":
+        from . import sklearn_perceptron
+        return sklearn_perceptron
+    if library == "river":
+        from . import river_perceptron
+        return river_perceptron
+    raise OracleInputError(f"unknown library {library!r}; known: {', '.join(LIBRARIES)}")
 
 
 # -- diagnosis ---------------------------------------------------------------------------
