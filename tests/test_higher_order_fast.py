@@ -45,8 +45,7 @@ def _sparse_data(seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
 # -- the public surface ---------------------------------------------------------------------
 @pytest.mark.parametrize("form", FORMS)
 def test_every_form_has_the_reference_signature(form):
-    assert (inspect.signature(getattr(ho, form))
-            == inspect.signature(ref_ho.higher_order))
+    assert without_engine(getattr(ho, form)) == inspect.signature(ref_ho.higher_order)
 
 
 def test_pnorm_primal_has_the_reference_signature():
