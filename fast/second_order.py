@@ -18,7 +18,10 @@ block of trials is decided by one product; the recorded score is the paper's w_t
 - Drift: every ``DRIFT_EVERY`` updates a residual max|A^{-1} (A p) - p| with a fixed probe
   p, A p kept as the mistakes arrive (O(n) / O(k) each); above ``DRIFT_TOL`` the inverse is
   recomputed from A (Cholesky).  The adaptive a_k recomputes it at every mistake (a
-  changes).
+  changes); so does the dual after a mistake whose delta lost more than four digits to
+  cancellation (``BORDER_CANCELLATION``: x nearly in the span, badly scaled data; on raw
+  Wdbc the bordered H otherwise drifted to score errors of half the score within 32
+  mistakes).
 - ``pseudoinverse=true`` (both forms): a basis of span(X) among the mistakes, G_B^{-1} and
   Bm^{-1} (SPEC.md); x is inside span(X) iff its squared distance is at most
   ``PINV_RANK_TOL`` k(x, x).
@@ -52,6 +55,9 @@ from .higher_order import (
 
 DRIFT_EVERY = 32
 DRIFT_TOL = 1e-9
+#: The dual refactors H after a mistake whose delta = a + k(x, x) - b.h is below this share
+#: of a + k(x, x) (more than four digits lost to cancellation: badly scaled data).
+BORDER_CANCELLATION = 1e-4
 
 
 def _dense_row(X: Any, j: int) -> np.ndarray:
@@ -286,9 +292,12 @@ class _Dual:
         # H y after the border: [coef + h (h.y - y_k) / delta ; (y_k - h.y) / delta]
         step = (hy - label) / delta
         self.coef = np.concatenate([self.coef + step * h, [-step]])
+        cancelled = delta < BORDER_CANCELLATION * (self.a + c)
         self.k += 1
         new_a = float(a_k(self.p, self.k))
-        if new_a != self.a:
+        if new_a != self.a or cancelled:
+            # a changed, or x lay nearly in the span of the support (delta lost digits to
+            # cancellation, and the bordered H with them): H afresh by Cholesky, O(k^3)
             self.a = new_a
             self._refactor()
         elif self.k % DRIFT_EVERY == 0:
