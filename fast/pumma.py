@@ -28,6 +28,7 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..reference.common import check_epochs
+from ..reference.pumma import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
 from ..trace import Trace
 from .driver import forced_updates, run_blocks
@@ -201,14 +202,19 @@ class PNormSpace(PrimalSpace):
                 break
         if self._residual(x, A, S, rhs) > NEWTON_TOLERANCE:
             # the loop above stopped short of the KKT point (a failed line search or a
-            # flat stretch; seen on small-integer data with p = 5/2, residual ~1): finish
-            # with the reference's damped Newton on the residual rule, in float64
+            # flat stretch; seen on small-integer data with p = 5/2, residual ~1; and, after
+            # an update on a tiny z, w ~ 1e23 against z ~ 1, where the line search's floor
+            # stops the first, far overshooting step): finish with the reference's damped
+            # Newton on the residual rule, in float64, and keep the better iterate
             soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
             start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
             try:
                 lam, eta = newton_dual(FloatOps(), z.tolist(), self.theta.tolist(), target,
-                                       p, soft, start, NEWTON_TOLERANCE)
-                x = np.array([lam, eta])
+                                       p, soft, start, NEWTON_TOLERANCE,
+                                       max_steps=REFERENCE_NEWTON_STEPS, scaled=True)
+                finished = np.array([lam, eta])
+                if self._residual(finished, A, S, rhs) < self._residual(x, A, S, rhs):
+                    x = finished
             except (ArithmeticError, ValueError):
                 pass
         return float(x[0]), float(x[1]), x @ A
@@ -216,10 +222,15 @@ class PNormSpace(PrimalSpace):
     def _residual(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
                   ) -> float:
         """The KKT residual of (17), |2 - w.z| / 2 + |vv - w.th| / vv (with the soft
-        margin's terms), the reference's stopping rule."""
+        margin's terms), the reference's stopping rule, divided by
+        ``reference.pumma.kkt_scale``, the magnitude of its terms relative to the
+        right-hand sides (1 unless w.z = 2 or w.th = vv is a cancellation: float64 cannot
+        bring the plain residual below u times that magnitude)."""
         w = f_inverse(x @ A, self.p)
         grad = rhs - A @ w - S @ x
-        return abs(float(grad[0])) / 2 + abs(float(grad[1])) / float(rhs[1])
+        mag = np.abs(A) @ np.abs(w) + np.abs(S) @ np.abs(x)
+        scale = max(1.0, float(mag[0]) / 2, float(mag[1]) / float(rhs[1]))
+        return (abs(float(grad[0])) / 2 + abs(float(grad[1])) / float(rhs[1])) / scale
 
 
 class _Pumma(Guarded):

@@ -86,8 +86,9 @@ Before start-up completes, w = 0 and b = -1 or +1 as above.
 
 Numbers: as ``reference.romma`` (parameter ``numbers``): Fraction for p = 2 with a rational
 kernel and rational C, mpmath otherwise (p > 2 always).  Fast forms' Newton (p > 2) must
-stop only once that KKT residual is <= NEWTON_TOLERANCE (2^-40); the fragile rule allows
-that much (times kappa) per update.
+stop only once that KKT residual is <= NEWTON_TOLERANCE (2^-40) times ``kkt_scale`` (the
+magnitude of its terms relative to its right-hand sides, 1 where nothing cancels); the
+fragile rule allows that much (times kappa) per update.
 """
 
 from __future__ import annotations
@@ -458,16 +459,36 @@ def _pnorm(ops: Any, v: list[Any], r: Any) -> Any:
     return ops.power(total, 1 / r) if total else 0 * r
 
 
+def kkt_scale(ops: Any, w: list[Any], z: list[Any], th: list[Any], vv: Any, lam: Any,
+              eta: Any, soft: Any, invC: Any) -> Any:
+    """max(1, M_z / 2, M_th / vv): the magnitudes M of the terms of the KKT residual's two
+    parts (2 - w.z and vv - w.th, soft-margin terms included: soft = (E.xi', ||xi'||^2, C),
+    invC = 1/C) relative to their right-hand sides; 1 where nothing cancels.  A float64
+    residual cannot fall below about u times it (``newton_dual``'s ``scaled``)."""
+    mz = ops.fsum(abs(a * b) for a, b in zip(w, z))
+    mt = ops.fsum(abs(a * b) for a, b in zip(w, th))
+    if soft is not None:
+        E, xi2, C = soft
+        mz += abs(2 * lam * invC) + abs(eta * E)
+        mt += abs(lam * E) + abs(eta * C * xi2)
+    return max(1, mz / 2, mt / vv)
+
+
 def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: Any,
-                start: tuple[Any, Any], tol: Any, max_steps: int | None = None
-                ) -> tuple[Any, Any]:
+                start: tuple[Any, Any], tol: Any, max_steps: int | None = None,
+                scaled: bool = False) -> tuple[Any, Any]:
     """(lam, eta) maximising L*(lam, eta) = -1/2 ||lam z + eta th||_p^2 + 2 lam + eta vv
     [- 1/(2C) ||lam E + eta C xi'||^2 with soft = (E.xi', ||xi'||^2, C)]: damped Newton with
     the exact Hessian (module docstring), stopped when the KKT residual of (17),
     |2 - w.z| / 2 + |vv - w.th| / vv (w = f^-1(phi), soft-margin terms included), is
     <= tol.  (A criterion on the step fails where the optimum has phi_i = 0: J vanishes
     there and Newton converges only linearly in phi_i, while the residual, ~ |phi_i|^(p-1),
-    still falls geometrically.)  With ``max_steps`` given, returns after that many steps."""
+    still falls geometrically.)  With ``max_steps`` given, returns after that many steps.
+    ``scaled`` (float64 callers): the tolerance is taken relative to the magnitude of the
+    residual's terms, times max(1, sum_i |w_i z_i| / 2, sum_i |w_i th_i| / vv) (soft-margin
+    terms included), which :func:`kkt_scale` computes: where w.z = 2 is a cancellation of
+    terms of size |w||z| >> 2 (found: w ~ 1e23, z ~ 1 after an update on a tiny z), no float64
+    w reaches an absolute residual of 2^-40, while its relative error is at rounding."""
     invC = 0 if soft is None else 1 / soft[2]
 
     def dual(lam: Any, eta: Any) -> Any:
@@ -505,7 +526,9 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
             hll += 2 * invC
             hle += E
             hee += C * xi2
-        if abs(gl) / 2 + abs(ge) / vv <= tol:        # the KKT residual of (17)
+        residual = abs(gl) / 2 + abs(ge) / vv        # the KKT residual of (17)
+        if residual <= tol or scaled and residual <= tol * kkt_scale(
+                ops, g, z, th, vv, lam, eta, soft, invC):
             return lam, eta
         det = hll * hee - hle * hle                  # -Hessian = [[hll, hle], [hle, hee]]
         if not det > ops.singular * (hll * hee):      # singular: phi sparse (J = 0 off its
@@ -606,7 +629,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
         thresholds.append([0] if member else [0, threshold - slack])
         tested.append(None if member else margin + slack)
         if member:       # margin + slack exactly 1: only the mistake test can be close
-            if err and abs(float(margin)) <= err:
+            if err and not abs(float(margin)) > err:    # (a NaN bound is no bound)
                 fragile.append(t)
         elif model.fragile(margin, threshold - slack, err, thr_err):
             fragile.append(t)

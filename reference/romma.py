@@ -342,10 +342,13 @@ class ErrorModel:
         return 2.0 * self.rho * magnitude + score_error_bound(m, magnitude)
 
     def fragile(self, margin: Any, threshold: Any, err: float, err_threshold: float) -> bool:
-        """|margin| <= err (the mistake test) or |margin - threshold| <= err + its own."""
+        """|margin| <= err (the mistake test) or |margin - threshold| <= err + its own.  A NaN
+        bound (inf * 0 from a coefficient whose error is unbounded after a near-singular
+        update: a float64 form's inf * 0 is NaN too) is no bound: fragile."""
         if err == 0 and err_threshold == 0:
             return False
-        return abs(float(margin)) <= err or abs(float(margin - threshold)) <= err + err_threshold
+        return not (abs(float(margin)) > err
+                    and abs(float(margin - threshold)) > err + err_threshold)
 
 
 class StepError:
@@ -612,7 +615,7 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
         if any(slack):
             err += 2 * math.fsum(map(operator.mul, slack, K.magnitude(j)))
         if j == last:   # margin exactly 1: only the mistake test can be close
-            if err and abs(float(margin)) <= err:
+            if err and not abs(float(margin)) > err:    # (a NaN bound is no bound)
                 fragile.append(t)
         elif model.fragile(margin, threshold, err, thr_err if magnitude else 0.0):
             fragile.append(t)

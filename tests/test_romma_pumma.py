@@ -389,3 +389,29 @@ def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
     for form in ("primal", "dual"):
         actual = run("pumma", X, y, impl="fast", form=form, **params)
         assert compare(sharp, actual, X).ok
+
+
+# -- a lost state (SPEC.md 12.5) -----------------------------------------------------------
+
+def test_every_trial_after_a_lost_state_is_fragile():
+    """x_4 and x_5 differ by 3.8e-113, so the update on trial 5 (pair (5, 3)) is
+    near-singular and taken: the state is lost and every later trial must be fragile.  The
+    score bounds there read inf * 0 = NaN (an unbounded slack against a zero kernel
+    magnitude), and a NaN bound compared as "not within": trial 9, an exact tie of the update
+    test (y score = 1), went unflagged while the dual form updates there.  Found by the
+    differential suite (thorough profile, duplicates)."""
+    from perceptron_oracle.compare import compare
+    from perceptron_oracle.registry import run
+    a = 0.28125000028125
+    X = np.array([[a, 0.5], [a, 0], [a, 0], [-1, 0], [a, 3.80521156562999e-113], [a, 0]]
+                 + [[a, 0.5]] * 4)
+    y = [1, 1, 1, -1, 1, 1, -1, 1, 1, -1]
+    expected = pumma(X, y, record_scores=True)
+    assert 5 in expected.updates and expected.scores[9] == -1
+    assert set(range(5, 10)) <= set(expected.fragile)
+    parted = []
+    for form in ("primal", "dual"):
+        actual = run("pumma", X, y, impl="fast", form=form)
+        parted += [t for t in range(5, 10) if (t in actual.updates) != (t in expected.updates)]
+        assert compare(expected, actual, X).ok, form
+    assert 9 in parted                           # the flag is needed: a form parts there

@@ -314,6 +314,60 @@ def test_a_nearly_infeasible_update_is_fragile():
     assert compare(expected, actual, X).ok
 
 
+
+def test_p_above_2_newton_after_an_update_on_a_tiny_z():
+    """Found by the differential suite (thorough profile, label noise, p = 5/2): the update
+    on trial 8 has z = (2.6e-23, 0), so w = (7.6e22, 0); trial 10's problem (3) then has its
+    optimum at lam ~ 8.8e22, eta ~ 2.3, w ~ (7.6e22, -7.6e22).  The vectorised Newton's first
+    step overshoots beyond its line search's floor, and the finishing pass could not bring
+    |2 - w.z| below 2^-40 where w.z = 2 cancels terms of 7.6e22 (float64 leaves ~1e6): it
+    raised, and the form kept (lam, eta) = (0.57, 0.5), w.z = -3.8e22, calling trial 11 a
+    mistake (exact score -3.8e22, not fragile).  The residual is now taken relative to the
+    magnitude of its terms (``reference.pumma.kkt_scale``)."""
+    a = [7.987985094321049e-69, 0.5000000005]
+    X = np.array([a] * 8 + [[2.6225836722847088e-23, 0.5000000005], a,
+                            [-1.0, -0.5000000005], [0.0, 1.0]] + [a] * 5)
+    y = np.array([-1] * 8 + [1, -1, 1, -1] + [-1] * 5)
+    expected = reference_pumma(X, y, p="5/2", record_scores=True)
+    actual = fast_pumma.primal(X, y, p="5/2", record_scores=True)
+    assert 11 not in expected.fragile and 11 not in expected.mistakes
+    assert 11 not in actual.mistakes
+    assert actual.scores[11] == pytest.approx(float(expected.scores[11]), rel=1e-9)
+    result = compare(expected, actual, X)
+    assert result.ok, result.describe()
+
+
+def _tiny_z_duplicates():
+    """31 rows of the differential suite's ``duplicates`` strategy (thorough profile):
+    x_0 and x_21 differ by 4.9e-118 in their second coordinate, so the update on trial 21
+    has lam ~ 1.7e235 and an exact w ~ (4.1e117, 4.1e117)."""
+    X = np.tile([0.5000000005, -9.69435245e-155], (31, 1))
+    X[[12, 21], 1] = -4.8703433e-118
+    X[[15, 29]] = [-0.5000000005, 1.0]
+    y = np.ones(31, dtype=np.int64)
+    y[[15, 21, 29]] = -1
+    return X, y
+
+
+def test_pumma_primal_adds_z_once():
+    """The primal form added lam x_pos and -lam x_neg one after the other: with lam x ~ 8e234
+    in the first coordinate, eta w_0 = 4.1e117 vanished (w_0 = 0 against the exact 4.1e117),
+    and the run later stopped with a NaN score (FloatRangeError at trial 30) where the
+    reference flags trials 16-30.  z = x_pos - x_neg is now formed and added once."""
+    X, y = _tiny_z_duplicates()
+    expected = reference_pumma(X[:22], y[:22])
+    actual = fast_pumma.primal(X[:22], y[:22])
+    assert actual.updates == expected.updates == [0, 15, 21]
+    assert np.allclose(actual.final["w"], [float(v) for v in expected.final["w"]],
+                       rtol=1e-12, atol=0)
+    assert actual.final["b"] == pytest.approx(float(expected.final["b"]), rel=1e-12)
+    expected = reference_pumma(X, y, record_scores=True)
+    assert expected.fragile == list(range(16, 31))
+    for form in ("primal", "dual"):
+        result = compare(expected, getattr(fast_pumma, form)(X, y), X)
+        assert result.ok, f"{form}: {result.describe()}"
+
+
 # -- shadow runs with a soft margin (SPEC.md 12.5) -----------------------------------------
 
 @pytest.mark.parametrize("form", ["primal", "dual"])
