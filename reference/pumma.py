@@ -336,6 +336,15 @@ class _StateP:
     def magnitude(self, j: int) -> float:
         return sum(abs(float(a)) * abs(float(b)) for a, b in zip(self.w, self.rows[j]))
 
+    def scale(self) -> float:
+        """||w~||_2 = ||(w, sqrt(C) xi)||_2: a float64 Newton's residual moves every
+        coordinate of w by about its tolerance times this (the final bounds' scale)."""
+        parts = [float(v) for v in self.w]
+        if self.C is not None:
+            root_c = math.sqrt(float(self.C))
+            parts += [root_c * float(v) for v in self.xi.values()]
+        return _norm2(parts)
+
     def norm(self, v: list[Any], r: Any) -> Any:
         ctx = self.ctx
         return ctx.power(ctx.fsum(ctx.power(abs(a), r) for a in v), 1 / r) if any(v) else 0 * r
@@ -571,6 +580,9 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     b = num(-1)
     b_magnitude = 0.0               # the magnitude of b's terms, for the rounding bound
     b_slack = 0.0                   # b's share of the boundary slack (ErrorModel.doubtful)
+    row_sums = [math.fsum(abs(float(v)) for v in row) for row in rows]   # sum_d |x_jd|
+    max_row_sum = max(row_sums)
+    hoelder = 0.0 if two else hoelder_share(par["p"])
     mistakes: list[int] = []
     updates: list[int] = []
     fragile: list[int] = []
@@ -622,9 +634,11 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             magnitude = st.magnitude(j) + b_magnitude + st.size[j] * invC
             err = (model.score_error(m, magnitude) + st.slack_error(j)
                    + 2 * st.slack[j] * invC + b_slack)
-        else:
-            magnitude = st.magnitude(j) + b_magnitude + abs(float(slack))
-            err = model.score_error(m, magnitude)
+        else:   # p > 2: each w_d within the final bounds' rule, applied to this state
+            row_sum = row_sums[j]
+            scale = st.scale()
+            magnitude = st.magnitude(j) + scale * row_sum + b_magnitude + abs(float(slack))
+            err = model.score_error(m, magnitude) + scale * hoelder * (row_sum + max_row_sum)
         member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
         thresholds.append([0] if member else [0, threshold - slack])
         tested.append(None if member else margin + slack)

@@ -12,11 +12,13 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import wrong_romma_pumma as wrong
+from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.numbers import to_fraction
 from perceptron_oracle.properties import romma_pumma as inv
 from perceptron_oracle.reference.pumma import pumma
 from perceptron_oracle.reference.romma import romma
+from perceptron_oracle.registry import run
 
 F = Fraction
 
@@ -415,3 +417,24 @@ def test_every_trial_after_a_lost_state_is_fragile():
         parted += [t for t in range(5, 10) if (t in actual.updates) != (t in expected.updates)]
         assert compare(expected, actual, X).ok, form
     assert 9 in parted                           # the flag is needed: a form parts there
+
+
+def test_p_above_2_score_allows_for_the_state_scale():
+    """p = 5/2: an update on z = (2.6e-23, 0) makes w_0 ~ 1e24; at trial 21 the exact score
+    is -0.686 and a float64 Newton's state may score it anywhere near +-1e16: the score's
+    allowance follows the final bounds' scale ||w~||_2 (SPEC.md 12.5), so the trial is
+    fragile and the fast primal, which scores 91.9 there, passes the comparison."""
+    X = np.array([
+        [2.24358552293811e-66, 0.3333333336666667], [0.0, 0.45766761306947923],
+        [-5.475272192431408e-67, -0.33333333341468036], [0.3, 0.3333333336666667],
+        [2.24358552293811e-66, 0.3333333336666667], [-2.24358552293811e-66, -0.3333333336666667],
+        [0.6424707268353305, -0.3333333335607832], [0.07604674515324095, 0.3333333336666667],
+        [2.6225836722847088e-23, 0.3333333336666667], [2.24358552293811e-66, 0.3333333336666667],
+        [0.0, 0.5], [0.0, -0.9272390601719507], [-2.24358552293811e-66, -0.3333333336666667],
+        [0.6936588499015257, -0.3333333336000942], [2.24358552293811e-66, 0.3333333336666667],
+        [0.0, 0.6879859703865128], [-0.24158771618587882, -0.3333333335350487]])
+    y = np.array([-1, -1, 1, -1, -1, 1, 1, 1, 1, -1, -1, 1, -1, -1, -1, 1, 1])
+    expected = run("pumma", X, y, epochs=3, p="5/2")
+    assert 21 in expected.fragile
+    actual = run("pumma", X, y, epochs=3, p="5/2", impl="fast", form="primal")
+    assert compare(expected, actual, X).ok
