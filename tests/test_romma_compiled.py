@@ -15,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import event, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perceptron_oracle.compare import compare
+from fast_protocol import ENGINES, KERNEL_EXAMPLES, SHARE, needs_numba
+from fast_protocol import check_against as _check
 from perceptron_oracle.data import validate
 from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.fast import _compiled, _compiled_romma
@@ -26,20 +27,6 @@ from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates, run_blocks
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
 from perceptron_oracle.reference.romma import romma as reference
-
-needs_numba = pytest.mark.skipif(not _compiled.available(),
-                                 reason="numba is not installed: no compiled engine to test")
-ENGINES = ("numpy", "numba")
-#: The share of the profile's examples each item draws (the reference dominates the time).
-SHARE = 8
-KERNEL_EXAMPLES = 8
-
-
-def _check(expected, actual, X, label: str) -> None:
-    result = compare(expected, actual, X)
-    if result.excused:
-        event(f"{label} diverged at a fragile trial (accepted)")
-    assert result.ok, f"{label}: {result.describe()}"
 
 
 @needs_numba
