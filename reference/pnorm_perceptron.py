@@ -24,6 +24,7 @@ else mpf values written exactly).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -32,6 +33,7 @@ from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
 from ..rounding import (
+    ANY_STATE,
     SMALLEST_SUBNORMAL,
     linear_sums_exact,
     magnitude_float,
@@ -223,13 +225,31 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
         return {"final.v": v_bounds, "final.w": list(v_bounds)}
     ops = K + n + 16
     pf = float(p)
-    norm_p = sum(abs(float(a)) ** pf for a in v)
+    # The magnitude is homogeneous of degree 1 in (v, V): computed on v / top and V / top,
+    # top = max |v_i|, and scaled back, so that |v_i|^p does not underflow (v ~ 1e-100 at
+    # p = 7 made the bound 0); ANY_STATE where it leaves float64's range
+    top = max(abs(float(a)) for a in v)
+    if not top:
+        # v = 0 exactly, a float64 v within v_bounds: |g(v)_i| <= ||g(v)||_q = ||v||_p, at
+        # most the sum of v's bounds (found: a + 1 - 1 - a, a = 0.046875000046875, left
+        # v_3 = -2^-54 and w_3 = g(v)_3 = v_3 where the bound was 0)
+        total = 2 * math.fsum(v_bounds)
+        return {"final.v": v_bounds, "final.w": [total] * n}
+    vs = [abs(float(a)) / top for a in v]
+    Vs = [a / top for a in v_abs]
+    norm_p = sum(a ** pf for a in vs)
     scale = norm_p ** ((pf - 2) / pf) if norm_p else 0.0
-    rel = ((pf - 2) * score_error_bound(K + 8, 1.0) * sum(a ** pf for a in v_abs) / norm_p
-           if norm_p else 0.0)
+    try:
+        rel = ((pf - 2) * score_error_bound(K + 8, 1.0) * sum(a ** pf for a in Vs) / norm_p
+               if norm_p else 0.0)
+    except OverflowError:   # terms far above |v|: the normaliser may be anything
+        rel = math.inf
     w_bounds = []
     for i, wi in enumerate(w):
-        mag = pnorm_magnitude([v_abs[i]], [1.0], p, scale) if scale else 0.0
-        w_bounds.append(score_error_bound(ops, magnitude_float(mag) if mag or not wi
-                                          else SMALLEST_SUBNORMAL) + 2 * rel * abs(float(wi)))
+        mag = top * pnorm_magnitude([Vs[i]], [1.0], p, scale) if scale else 0.0
+        bound = score_error_bound(ops, magnitude_float(mag) if mag or not wi
+                                  else SMALLEST_SUBNORMAL)
+        if wi:
+            bound += 2 * rel * abs(float(wi))
+        w_bounds.append(bound if bound < ANY_STATE else ANY_STATE)
     return {"final.v": v_bounds, "final.w": w_bounds}

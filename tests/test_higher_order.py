@@ -297,3 +297,44 @@ def test_an_underflowing_pnorm_score_is_fragile():
     expected = pnorm_perceptron(X, y, p=7, record_scores=True)
     assert expected.mistakes == [0] and 9 in expected.fragile
     assert compare(expected, primal(X, y, p=7), X).ok
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_pnorm_final_bounds_survive_a_tiny_v(engine):
+    """p = 7, v = (0, 4.8e-100) after -x_0 + x_1 with x_0 = (0.5, 0): |v_i|^7 underflows in
+    float64, which once made the final bound of w_1 0 (allowed 2e-322) where a float64 form
+    is one ulp off; the bound is computed on v / max|v| and scaled back (found by the
+    thorough profile)."""
+    from perceptron_oracle.compare import compare
+    from perceptron_oracle.fast import _compiled
+    from perceptron_oracle.registry import run
+
+    if engine == "numba" and not _compiled.available():
+        pytest.skip("numba is not installed: no compiled engine to test")
+    X = np.array([[5.00000001e-001, 0.0], [5.00000001e-001, 4.78383402e-100]])
+    y = np.array([-1, 1])
+    expected = run("pnorm_perceptron", X, y, p=7)
+    actual = run("pnorm_perceptron", X, y, p=7, impl="fast", engine=engine)
+    assert compare(expected, actual, X).ok
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_pnorm_final_bounds_when_v_is_exactly_zero(engine):
+    """v = a + 1 - 1 - a = 0 exactly (a = 0.046875000046875, p = 5/2), but float64 sums it
+    to -2^-54 and w_3 = g(v)_3 = v_3: the bound on w is then the size of v's error, not 0
+    (found by the thorough profile)."""
+    from perceptron_oracle.compare import compare
+    from perceptron_oracle.fast import _compiled
+    from perceptron_oracle.registry import run
+
+    if engine == "numba" and not _compiled.available():
+        pytest.skip("numba is not installed: no compiled engine to test")
+    a = 0.046875000046875004
+    X = np.zeros((12, 4))
+    X[:, 3] = [a, 1, a, a, a, a, a, 1, 1, a, a, a]
+    y = np.array([1, 1, 1, 1, 1, 1, 1, -1, 1, 1, 1, -1])
+    expected = run("pnorm_perceptron", X, y, p="5/2")
+    assert expected.final["v"] == [0, 0, 0, 0]
+    actual = run("pnorm_perceptron", X, y, p="5/2", impl="fast", engine=engine)
+    assert actual.final["v"][3] != 0
+    assert compare(expected, actual, X).ok
