@@ -241,10 +241,6 @@ def as_exact(score: Any) -> Any:
     return Fraction(*score) if isinstance(score, tuple) else score
 
 
-def as_float(score: Any) -> float:
-    if isinstance(score, tuple):
-        return score[0] / score[1]  # int / int: correctly rounded
-    return float(score)
 
 
 def primal_update(A: list[list[Any]], x: list[Any], rho: Any,

@@ -101,12 +101,6 @@ def numerator(theta: list[Any], z: list[Any], p: Fraction, ctx: Any) -> Any:
                Fraction(0))
 
 
-def score_from_numerator(num: Any, theta: list[Any], p: Fraction, ctx: Any) -> Any:
-    if num == 0:
-        return Fraction(0)
-    if p == 2:
-        return num
-    return to_mpf(num, ctx) / norm_power(theta, p, ctx)
 
 
 def own_error(p: Fraction, operations: int, theta: list[Any], z: list[Any], ctx: Any) -> Any:
