@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import DataError
+from ..numbers import scoped
 
 
 class FloatRangeError(DataError):
@@ -72,11 +73,8 @@ def forced_updates(trials: Any) -> Iterator[None]:
     does not stop it: the form then computes its float64 scores along the exact run's path
     of states (the reference's a-posteriori fragile rule, SPEC.md section 3, reads them).  A
     forced update whose problem the form finds infeasible leaves its state as it is."""
-    token = _FORCED.set(frozenset(trials))
-    try:
+    with scoped(_FORCED, frozenset(trials)):
         yield
-    finally:
-        _FORCED.reset(token)
 
 
 def in_forced_run() -> bool:

@@ -25,6 +25,17 @@ def _integers(T: int, n: int, seed: int, low: int = -2, high: int = 2) -> Data:
     return X, np.where(rng.random(T) < 0.5, 1, -1)
 
 
+def _jittered(data: Data, seed: int) -> Data:
+    """The same instances moved by a multiple of 2^-10 (up to 2^-7) in every coordinate: no
+    exact ties and almost no zero instances, while sums of a few coordinates stay exact in
+    float64.  An exact tie in a family whose state is not dyadic is fragile by nature (a
+    float64 form decides it by rounding alone, SPEC.md section 3), so the golden groups whose
+    subject is not ties run on jittered integers and leave ties to the groups that test them."""
+    X, y = data
+    rng = np.random.default_rng(seed + 5000)
+    return X + rng.integers(-8, 9, size=X.shape) / 1024, y
+
+
 def _continuous(T: int, n: int, seed: int, noise: float = 0.0, margin: float = 0.05) -> Data:
     ds = separable(T, n, margin, seed=seed)
     if noise:
@@ -32,8 +43,10 @@ def _continuous(T: int, n: int, seed: int, noise: float = 0.0, margin: float = 0
     return ds.X, ds.y
 
 
-def _duplicates(seed: int) -> Data:
+def _duplicates(seed: int, exact_ties: bool = True) -> Data:
     X, y = _integers(12, 3, seed)
+    if not exact_ties:
+        X, y = _jittered((X, y), seed)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, 12, size=10)
     flips = np.where(rng.random(10) < 0.5, -1, 1)
@@ -63,14 +76,21 @@ def _real_cases(rows: int, p: int = 2) -> list[CaseSpec]:
     ]
 
 
-def _standard_cases(seed: int) -> list[CaseSpec]:
-    """The data every parameter group runs on."""
+def _standard_cases(seed: int, exact_ties: bool = True) -> list[CaseSpec]:
+    """The data every parameter group runs on; without ``exact_ties`` the integer instances
+    are jittered (:func:`_jittered`)."""
+    integers = _integers(30, 3, seed)
+    if exact_ties:
+        small = CaseSpec("small integers in -2..2: exact ties", *integers, epochs=3)
+    else:
+        small = CaseSpec("small integers in -2..2, each moved by a few 2^-10 (no exact ties)",
+                         *_jittered(integers, seed), epochs=3)
     return [
         CaseSpec("separable continuous data, 40 x 3", *_continuous(40, 3, seed), epochs=3),
-        CaseSpec("small integers in -2..2: exact ties", *_integers(30, 3, seed), epochs=3),
+        small,
         CaseSpec("label noise 10%, continuous", *_continuous(50, 4, seed, noise=0.1),
                  epochs=3),
-        CaseSpec("duplicates, some relabelled", *_duplicates(seed), epochs=3,
+        CaseSpec("duplicates, some relabelled", *_duplicates(seed, exact_ties), epochs=3,
                  flags=("duplicates",)),
     ]
 
@@ -149,7 +169,7 @@ def higher_order_file() -> FileSpec:
 
     groups = [
         ho("HO_2(2/5), rho_k = c/k, on unit-norm instances (the paper's setting)",
-           {"c": Fraction(2, 5)}, _normalized(_standard_cases(21)) + [
+           {"c": Fraction(2, 5)}, _normalized(_standard_cases(21, exact_ties=False)) + [
                CaseSpec("a longer noisy run, 120 x 4, 2 epochs, unit 2-norm",
                         preprocessing.normalize(_continuous(120, 4, 22, noise=0.05)[0]),
                         _continuous(120, 4, 22, noise=0.05)[1], epochs=2,
@@ -158,7 +178,8 @@ def higher_order_file() -> FileSpec:
            {"c": Fraction(2, 5)}, _standard_cases(23)),
         ho("HO_2(0) is the Perceptron", {"c": 0}, _standard_cases(24)[:2]),
         ho("rho = theorem1, c = 1/2: rho_k = (1 - c)/(1 + |v.x|)",
-           {"c": Fraction(1, 2), "rho": "theorem1"}, _normalized(_standard_cases(25))),
+           {"c": Fraction(1, 2), "rho": "theorem1"},
+           _normalized(_standard_cases(25, exact_ties=False))),
         ho("rho = constant, c = 1/4 (exact numbers grow fast: short runs)",
            {"c": Fraction(1, 4), "rho": "constant"}, _normalized(_standard_cases(26)[:2])),
         ho("the sparse variant: B changes only on mistakes with y v.x >= 0",
@@ -168,7 +189,7 @@ def higher_order_file() -> FileSpec:
         ho("HO_4(2/5): p even (the score is rational only while B = I)",
            {"p": 4, "c": Fraction(2, 5)}, _normalized(_standard_cases(29)[:3], 4)),
         ho("HO_7(2/5)", {"p": 7, "c": Fraction(2, 5)},
-           _normalized(_standard_cases(30)[:2], 7)),
+           _normalized(_standard_cases(30, exact_ties=False)[:2], 7)),
         ho("HO_2(2/5) with the polynomial kernel (x.z + 1)^2 (short runs: the exact dual "
            "coefficients grow fast)", {"c": Fraction(2, 5)},
            [CaseSpec("separable continuous data, 20 x 2, unit 2-norm",
@@ -205,26 +226,28 @@ def second_order_file() -> FileSpec:
     nearly = (rng.integers(-2, 3, size=(30, 3)) @ base
               + 1e-6 * rng.standard_normal((30, 4)))   # rank 3 up to 1e-6 in R^4
     nearly_y = np.where(nearly @ rng.standard_normal(4) > 0, 1, -1)
+    subspace, rest = _jittered(_integers(10, 2, 46), 46), _jittered(_integers(10, 3, 47), 47)
     groups = [
-        sop("a = 1, the basic form", {"a": 1}, _standard_cases(41)),
-        sop("a = 10 (the slides' simulation values)", {"a": 10}, _standard_cases(42)[:3]),
+        sop("a = 1, the basic form", {"a": 1},
+            _standard_cases(41)[:3] + _standard_cases(41, exact_ties=False)[3:]),
+        sop("a = 10 (the slides' simulation values)", {"a": 10},
+            _standard_cases(42, exact_ties=False)[:3]),
         sop("a = 1/10 on nearly dependent instances (rank 3 + 1e-6 noise in R^4)",
             {"a": Fraction(1, 10)},
             [CaseSpec("nearly dependent instances, 30 x 4", nearly, nearly_y, epochs=2,
                       flags=("ill-conditioned",))] + _standard_cases(43)[:1]),
         sop("adaptive a_k = a k, a = 1/2", {"a": Fraction(1, 2), "a_growth": "linear"},
-            _standard_cases(44)[:3]),
+            _standard_cases(44, exact_ties=False)[:3]),
         sop("the pseudoinverse form: the span of the mistakes grows (rank changes)",
             {"pseudoinverse": True},
             _standard_cases(45)[:2] + [
-                CaseSpec("integers in a 2-dimensional subspace of R^3 first, then the rest",
-                         np.vstack([_integers(10, 2, 46)[0] @ np.array([[1.0, 0, 1],
-                                                                        [0, 1.0, -1]]),
-                                    _integers(10, 3, 47)[0]]),
-                         np.concatenate([_integers(10, 2, 46)[1], _integers(10, 3, 47)[1]]),
-                         epochs=2)]),
+                CaseSpec("a 2-dimensional subspace of R^3 first (jittered integer "
+                         "coordinates in it), then jittered integers in R^3",
+                         np.vstack([subspace[0] @ np.array([[1.0, 0, 1], [0, 1.0, -1]]),
+                                    rest[0]]),
+                         np.concatenate([subspace[1], rest[1]]), epochs=2)]),
         sop("a = 1 with the polynomial kernel (x.z + 1)^2", {"a": 1},
-            _standard_cases(48)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
+            _standard_cases(48, exact_ties=False)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
         sop("a = 1 with the Gaussian kernel, gamma = 1/2 (mpmath)", {"a": 1},
             _standard_cases(49)[:2], kernel="rbf:gamma=1/2"),
         sop("a = 1 on real data (Wdbc raw: A ill-conditioned; digits)", {"a": 1},
@@ -254,9 +277,14 @@ def romma_pumma_file() -> FileSpec:
     exact = {"numbers": "fraction"}
     mp = {"numbers": "mpmath:512"}
 
-    def small(seed: int) -> list[CaseSpec]:
+    def small(seed: int, exact_ties: bool = True) -> list[CaseSpec]:
         """Exact Fractions double in size at every update: short runs on small data."""
-        return [CaseSpec("small integers in -2..2, 12 x 3, one epoch", *_integers(12, 3, seed)),
+        integers = _integers(12, 3, seed)
+        first = (CaseSpec("small integers in -2..2, 12 x 3, one epoch", *integers)
+                 if exact_ties else
+                 CaseSpec("small integers in -2..2 moved by a few 2^-10, 12 x 3, one epoch",
+                          *_jittered(integers, seed)))
+        return [first,
                 CaseSpec("separable continuous data, 12 x 3, one epoch",
                          *_continuous(12, 3, seed)),
                 CaseSpec("separable continuous data, 16 x 4, one epoch",
@@ -269,12 +297,13 @@ def romma_pumma_file() -> FileSpec:
                          flags=("duplicates",))]
 
     groups = [
-        GroupSpec("ROMMA, delta = 0, exact Fractions", "romma", dict(exact), small(51)),
+        GroupSpec("ROMMA, delta = 0, exact Fractions", "romma", dict(exact),
+                  small(51, exact_ties=False)),
         GroupSpec("ROMMA, delta = 1/10, exact Fractions: updates on correct trials with "
                   "margin below 9/10", "romma", {"delta": Fraction(1, 10), **exact},
                   small(52)),
         GroupSpec("ROMMA, delta = 1/10, mpmath at 512 bits", "romma",
-                  {"delta": Fraction(1, 10), **mp}, small(53)),
+                  {"delta": Fraction(1, 10), **mp}, small(53, exact_ties=False)),
         GroupSpec("ROMMA with the polynomial kernel (x.z + 1)^2", "romma", dict(mp),
                   small(54)[:2], kernel="poly:degree=2,coef0=1,gamma=1"),
         GroupSpec("PUMMA_2(1/10), exact Fractions", "pumma",

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 import mpmath
 
@@ -28,6 +28,7 @@ _precision: contextvars.ContextVar[int] = contextvars.ContextVar(
 )
 
 Exact = int | Fraction
+_T = TypeVar("_T")
 _RATIONAL = re.compile(r"([+-]?)([0-9]+)(?:/([0-9]+))?")          # matched whole, ASCII digits
 _DECIMAL = re.compile(r"[+-]?([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
 
@@ -40,15 +41,23 @@ MAX_EXACT_DIGITS = 100_000
 
 
 @contextlib.contextmanager
+def scoped(variable: contextvars.ContextVar[_T], value: _T) -> Iterator[None]:
+    """``variable`` holds ``value`` inside the block and its former value after it (the
+    scoped precision here, ``fast.driver.forced_updates``)."""
+    token = variable.set(value)
+    try:
+        yield
+    finally:
+        variable.reset(token)
+
+
+@contextlib.contextmanager
 def precision(bits: int) -> Iterator[None]:
     """Scope the default mpmath precision (bits) of every reference run inside the block."""
     if int(bits) < 53:
         raise ValueError(f"precision must be at least 53 bits, got {bits}")
-    token = _precision.set(int(bits))
-    try:
+    with scoped(_precision, int(bits)):
         yield
-    finally:
-        _precision.reset(token)
 
 
 def current_precision() -> int:

@@ -21,7 +21,7 @@ import math
 import os
 import pathlib
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -73,7 +73,10 @@ class Trace:
     i mod n_examples).  ``final`` holds the state needed to predict (per algorithm: SPEC.md).
     ``fragile`` (reference traces only) lists the trials whose decision a float64
     implementation may legitimately take the other way (SPEC.md, "Fragile trials");
-    ``scores`` (optional) holds every trial's score.
+    ``scores`` (optional) holds every trial's score.  ``final_bounds`` is set by a reference
+    whose final-state bounds are derived during the run (ROMMA, PUMMA, ALMA): the largest
+    |float - exact| per final-state path, read by its ``final_error_bounds``; it is not part
+    of the trace format (a trace read from a file has none).
     """
 
     algorithm: str
@@ -87,6 +90,7 @@ class Trace:
     kernel: str = "linear"
     fragile: list[int] | None = None
     scores: list[Any] | None = None
+    final_bounds: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -30,7 +30,6 @@ mistake; y score equal to the threshold updates) and flagged fragile.  The fragi
 from __future__ import annotations
 
 import math
-import weakref
 from fractions import Fraction
 from typing import Any
 
@@ -46,28 +45,17 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data
-
-
-class _OptionalRational(Param):
-    """A rational, or None (given as None or "none"): the paper's default."""
-
-    def read(self, value: Any) -> Any:
-        if value is None or isinstance(value, str) and value.strip().lower() == "none":
-            return None
-        return super().read(value)
-
+from .common import Gram, OptionalRational, TrialRecord, check_epochs, exact_data, norm_param
 
 PARAMS = ParamSchema(
-    Param("p", "rational", Fraction(2), "the norm of the margin (instances in the p-norm, "
-          "w in the dual q-norm); p = 2 ln n approximates the max-norm margin",
-          check=lambda v: v >= 2, requirement=">= 2"),
+    norm_param("the norm of the margin (instances in the p-norm, w in the dual q-norm); "
+               "p = 2 ln n approximates the max-norm margin"),
     Param("alpha", "rational", Fraction(1, 10), "the margin reached is (1 - alpha) times the "
           "best p-norm margin (Gentile's alpha)", check=lambda v: 0 < v <= 1,
           requirement="in (0, 1]"),
-    _OptionalRational("B", "rational", None, "gamma_k = B sqrt(p-1)/sqrt(k); none: 1/alpha",
+    OptionalRational("B", "rational", None, "gamma_k = B sqrt(p-1)/sqrt(k); none: 1/alpha",
                       check=lambda v: v > 0, requirement="> 0 or none"),
-    _OptionalRational("C", "rational", None, "eta_k = C/(sqrt(p-1) sqrt(k)); none: sqrt(2)",
+    OptionalRational("C", "rational", None, "eta_k = C/(sqrt(p-1) sqrt(k)); none: sqrt(2)",
                       check=lambda v: v > 0, requirement="> 0 or none"),
 )
 
@@ -153,35 +141,28 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
         raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
     ctx = number_context()
     run = (_Primal if kern.is_linear else _Dual)(rows, labels, par, ctx, kern)
-    T = len(rows)
-    mistakes, updates, fragile, scores = [], [], [], []
-    for t in range(epochs * T):
-        j = t % T
-        label = labels[j]
+    record = TrialRecord(labels, epochs, record_scores)
+    for t, j, label in record.trials():
         score, err, own, thr, thr_err = run.trial(j)
         margin = label * score
         tie_zero = bool(own) and abs(margin) <= own        # own = 0: computed exactly
         tie_thr = bool(own) and abs(margin - thr) <= own
         if tie_zero:
             score, margin = 0 * score, 0 * score
-        if record_scores:
-            scores.append(score)
+        record.score(score)
         if not run.lost:
             gap0, gap1 = abs(float(margin)), abs(float(margin - thr))
             if tie_zero or tie_thr or (err and (gap0 <= err or gap1 <= err + thr_err)):
-                fragile.append(t)
+                record.fragile.append(t)
         else:
-            fragile.append(t)
+            record.fragile.append(t)
         if margin <= 0:
-            mistakes.append(t)
+            record.mistakes.append(t)
         if margin <= thr or tie_thr:
-            updates.append(t)
+            record.updates.append(t)
             run.update(j, score)
-    trace = Trace(algorithm="alma", form="reference", kernel=kern.spec, params=par,
-                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                  final=run.final(), fragile=fragile,
-                  scores=scores if record_scores else None)
-    _remember(trace, run.bounds())
+    trace = record.trace("alma", kern, par, run.final())
+    trace.final_bounds = run.bounds()
     return trace
 
 
@@ -408,27 +389,17 @@ class _Dual(_Run):
 
 
 # -- final-state bounds ---------------------------------------------------------------------
-_BOUNDS: dict[int, tuple[Any, dict[str, Any]]] = {}
-
-
-def _remember(trace: Trace, bounds: dict[str, Any]) -> None:
-    for key in [k for k, (ref, _) in _BOUNDS.items() if ref() is None]:
-        del _BOUNDS[key]
-    _BOUNDS[id(trace)] = (weakref.ref(trace), bounds)
-
-
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """Bounds on |float - exact| for ``final.w`` (linear kernel) or ``final.alpha``, derived
-    during the run that produced ``trace`` (SPEC.md 13.5).  For a trace this process did not
-    compute (read from a file), FALLBACK_RHO relative to the largest coordinate."""
-    ref, bounds = _BOUNDS.get(id(trace), (None, None))
-    if ref is not None and ref() is trace:
-        return bounds
+    during the run that produced ``trace`` (``trace.final_bounds``, SPEC.md 13.5).  For a
+    trace without them (read from a file), FALLBACK_RHO relative to the largest coordinate."""
+    if trace.final_bounds is not None:
+        return trace.final_bounds
     key = "w" if "w" in trace.final else "alpha"
     values = [abs(float(v)) for v in trace.final[key]]
     scale = max(values, default=0.0)
     return {f"final.{key}": [FALLBACK_RHO * (v + scale) for v in values]}
 
 
-#: The relative error assumed for a trace this process did not compute.
+#: The relative error assumed for a trace without final_bounds (read from a file).
 FALLBACK_RHO = 2.0 ** -20

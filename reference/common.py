@@ -1,16 +1,20 @@
-"""What every reference module needs: the data as exact rationals, checked without numpy, and
-the exact kernel values between examples, each computed once."""
+"""What every reference module needs: the data as exact rationals, checked without numpy, the
+exact kernel values between examples, each computed once, the trial loop's record that
+becomes the trace, and the a-posteriori fragile rule."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 from ..errors import DataError, ParamError
 from ..kernels import Kernel
 from ..numbers import number_context, to_fraction
+from ..params import Param
 from ..rounding import SMALLEST_SUBNORMAL
+from ..trace import Trace
 
 
 def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
@@ -52,6 +56,62 @@ def check_epochs(epochs: Any) -> int:
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ParamError(f"epochs must be a positive integer, got {epochs!r}")
     return epochs
+
+
+class OptionalRational(Param):
+    """A rational parameter that may be absent: None, given as None or "none" (the paper's
+    default, or the variant without it: ALMA's B and C, PUMMA's soft margin C)."""
+
+    def read(self, value: Any) -> Any:
+        if value is None or isinstance(value, str) and value.strip().lower() == "none":
+            return None
+        return super().read(value)
+
+
+def norm_param(doc: str) -> Param:
+    """The norm parameter p of the p-norm families (p-norm Perceptron, HO, PUMMA, ALMA): a
+    rational p >= 2, default 2 (the 2-norm algorithm)."""
+    return Param("p", "rational", Fraction(2), doc, check=lambda v: v >= 2,
+                 requirement=">= 2")
+
+
+class TrialRecord:
+    """The trials of a run over ``epochs`` passes of T examples, and what the run records of
+    them: the mistake, update and fragile trials, and (``record_scores``) the exact scores;
+    ``trace`` assembles the reference trace."""
+
+    def __init__(self, labels: list[int], epochs: int, record_scores: bool = True):
+        self.labels, self.epochs = labels, epochs
+        self.mistakes: list[int] = []
+        self.updates: list[int] = []
+        self.fragile: list[int] = []
+        self.scores: list[Any] | None = [] if record_scores else None
+
+    def trials(self) -> Iterator[tuple[int, int, int]]:
+        """(t, j, y_j) for every trial t: trial t presents example j = t mod T (the online
+        protocol, SPEC.md section 1)."""
+        T = len(self.labels)
+        for t in range(self.epochs * T):
+            j = t % T
+            yield t, j, self.labels[j]
+
+    def score(self, value: Any) -> None:
+        if self.scores is not None:
+            self.scores.append(value)
+
+    def flag(self, t: int) -> None:
+        """Trial t is fragile (once, however many of its tests are)."""
+        if not self.fragile or self.fragile[-1] != t:
+            self.fragile.append(t)
+
+    def trace(self, algorithm: str, kernel: Kernel, params: dict[str, Any],
+              final: dict[str, Any], updates: list[int] | None = None) -> Trace:
+        """The reference trace of the run (``updates``: where they are not recorded apart,
+        as for the mistake-driven Perceptrons, HO and SOP)."""
+        return Trace(algorithm=algorithm, form="reference", kernel=kernel.spec, params=params,
+                     n_examples=len(self.labels), epochs=self.epochs, mistakes=self.mistakes,
+                     updates=self.updates if updates is None else updates, final=final,
+                     fragile=self.fragile, scores=self.scores)
 
 
 class Gram:

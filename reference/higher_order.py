@@ -1,5 +1,5 @@
 """The Higher-Order Perceptron HO_p(c) of Brotto, Gentile & Vitale, "On Higher-Order
-Perceptron Algorithms" (NIPS 2006), exact.  SPEC.md, "higher_order".
+Perceptron Algorithms" (NIPS 2007), exact.  SPEC.md, "higher_order".
 
 Figure 1, with the dual-norm generalisation of section 2 item 3 (p = 2: g = identity):
 
@@ -70,14 +70,13 @@ from ..rounding import (
     within,
 )
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import Gram, TrialRecord, check_epochs, exact_data, norm_param, shadow_errors, sharpen
 from .pnorm_perceptron import gradient, norm_power, numerator, own_error, pnorm_magnitude, to_mpf
 
 RHO_RULES = ("c/k", "theorem1", "constant")
 
 PARAMS = ParamSchema(
-    Param("p", "rational", Fraction(2), "norm parameter p >= 2 (section 2 item 3); p = 2 is "
-          "Figure 1", check=lambda v: v >= 2, requirement=">= 2"),
+    norm_param("norm parameter p >= 2 (section 2 item 3); p = 2 is Figure 1"),
     Param("c", "rational", Fraction(2, 5), "the constant c of rho: in [0, 1) for rho=c/k and "
           "rho=constant, in (0, 1] for rho=theorem1 (default 2/5, the paper's Figure 2)",
           check=lambda v: 0 <= v <= 1, requirement="in [0, 1]"),
@@ -586,7 +585,7 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     kern = parse_kernel(kernel)
     params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
     trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
-    if trace.fragile and params["p"] == 2 and not params["sparse"]:  # SPEC.md 10.7
+    if trace.fragile and not params["sparse"]:  # SPEC.md 10.7
         T = len(rows)
         errors = shadow_errors("higher_order", X, y, epochs, kern.spec, params, trace)
         trace.fragile = sharpen(trace.fragile, errors,
@@ -615,26 +614,24 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
     T = len(rows)
     errors = _ErrorModel(kern, rows, epochs * T, p)
     rhos: list[Any] = []
-    mistakes: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
+    record = TrialRecord(labels, epochs, record_scores)
 
-    for t in range(epochs * T):
-        j, label = t % T, labels[t % T]
+    for t, j, label in record.trials():
         score, decider, magnitude = state.score(j)  # w_{k-1}.x_t
-        if record_scores:
-            scores.append(as_exact(score))
+        if record.scores is not None:
+            record.scores.append(as_exact(score))
         if errors.score_is_fragile(score, magnitude):
-            fragile.append(t)
+            record.fragile.append(t)
         if not is_mistake(label * decider):  # mistake iff y_t score_t <= 0
             continue
-        mistakes.append(t)
+        record.mistakes.append(t)
+        k = len(record.mistakes)
         s, s_magnitude = state.perceptron_score(j)  # v_{k-1}.x_t
         s_err = errors.mistake(s_magnitude)
-        rho_k = rule(params, len(mistakes), s)
+        rho_k = rule(params, k, s)
         if sparse and rho_k:
-            if errors.branches(t, s, s_err) and (not fragile or fragile[-1] != t):
-                fragile.append(t)
+            if errors.branches(t, s, s_err):
+                record.flag(t)
             if sparse_skips(label, s):
                 rho_k = Fraction(0)  # B left alone; v still updated
         if rho_k:
@@ -642,14 +639,12 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
         state.update(j, label, rho_k)  # v_k = v_{k-1} + y_t x_t, B_k (Figure 1)
         rhos.append(rho_k)
         if observe is not None:
-            observe({"t": t, "j": j, "k": len(mistakes), "label": label, "s": s,
+            observe({"t": t, "j": j, "k": k, "label": label, "s": s,
                      "rho": rho_k, "state": state})
 
     final = state.final()
     final["rho"] = rhos
-    return Trace(algorithm=algorithm, form="reference", kernel=kern.spec, params=params,
-                 n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
-                 final=final, fragile=fragile, scores=scores if record_scores else None)
+    return record.trace(algorithm, kern, params, final, updates=list(record.mistakes))
 
 
 class _ErrorModel:

@@ -37,7 +37,7 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data
+from .common import Gram, TrialRecord, check_epochs, exact_data
 
 PARAMS = ParamSchema(
     Param("eta", "rational", Fraction(1), "learning rate eta (Figure 1)",
@@ -79,29 +79,23 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     support: list[int] = []  # examples with alpha_j > 0, in order of their first update
     signed_updates = 0       # sum_j alpha_j y_j, so that b = b0 + eta C signed_updates
     votes = _Votes(T)
-    mistakes: list[int] = []
-    updates: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
+    record = TrialRecord(labels, epochs, record_scores)
 
-    for t in range(epochs * T):
-        j = t % T
-        label = labels[j]
+    for t, j, label in record.trials():
         # the lambda-trick of eq. (1) for an example that has caused an update
         lam_term = label * lam * gram(j, j) if lam and alpha[j] > 0 else 0
         score = (b0 + eta * C * signed_updates
                  + eta * sum(alpha[i] * labels[i] * gram(i, j) for i in support)
                  + lam_term)
         margin = label * score
-        if record_scores:
-            scores.append(score)
-        if not exact_floats and _is_fragile(margin, p, gram, alpha, support, j, len(updates),
-                                            lam_used=bool(lam_term)):
-            fragile.append(t)
+        record.score(score)
+        if not exact_floats and _is_fragile(margin, p, gram, alpha, support, j,
+                                            len(record.updates), lam_used=bool(lam_term)):
+            record.fragile.append(t)
         if margin <= 0:
-            mistakes.append(t)
+            record.mistakes.append(t)
         if margin - tau <= 0 and (bound is None or alpha[j] < bound):
-            updates.append(t)      # w += eta y_t x_t, b += eta y_t C (Figure 1)
+            record.updates.append(t)      # w += eta y_t x_t, b += eta y_t C (Figure 1)
             votes.update(alpha)
             if alpha[j] == 0:
                 support.append(j)
@@ -113,9 +107,7 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
 
     votes.retire(alpha)  # h_K, in force at the end, with its vote c_K
     final = _final_state(alpha, votes, p, kern, rows, labels)
-    return Trace(algorithm="perceptron", form="reference", kernel=kern.spec,
-                 params=p, n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                 final=final, fragile=fragile, scores=scores if record_scores else None)
+    return record.trace("perceptron", kern, p, final)
 
 
 def _is_fragile(margin: Any, p: dict[str, Any], gram: Gram, alpha: list[int],

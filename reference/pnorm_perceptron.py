@@ -1,7 +1,7 @@
 """The p-norm (dual-norm) Perceptron, exact.  SPEC.md, "higher_order" (the p-norm part).
 
 Grove, Littlestone & Schuurmans' p-norm Perceptron as the Higher-Order Perceptron paper uses it
-(Brotto, Gentile & Vitale 2006, section 2 item 3 with B = I; HO_p(0) of section 4):
+(Brotto, Gentile & Vitale 2007, section 2 item 3 with B = I; HO_p(0) of section 4):
 
     score_t = g(v).x_t,   g(theta)_i = sign(theta_i) |theta_i|^(p-1) / ||theta||_p^(p-2)
     mistake iff y_t score_t <= 0;   on a mistake  v += y_t x_t
@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
-from ..params import Param, ParamSchema
+from ..params import ParamSchema
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
@@ -40,12 +40,11 @@ from ..rounding import (
     score_error_bound,
 )
 from ..trace import Trace
-from .common import check_epochs, exact_data
+from .common import TrialRecord, check_epochs, exact_data, norm_param
 
 PARAMS = ParamSchema(
-    Param("p", "rational", Fraction(2), "norm parameter: w = g(v), g the gradient of "
-          "||.||_p^2 / 2 (section 2 item 3); p = 2 is the Perceptron",
-          check=lambda v: v >= 2, requirement=">= 2"),
+    norm_param("norm parameter: w = g(v), g the gradient of ||.||_p^2 / 2 (section 2 "
+               "item 3); p = 2 is the Perceptron"),
 )
 
 #: mpmath's own error allowance: a computed numerator within this many of its rounding
@@ -155,12 +154,9 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     v_abs = [0.0] * n
     norm: Any = Fraction(1)      # ||v||_p^(p-2), recomputed when v changes
     k = 0
-    mistakes: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
-    for t in range(epochs * T):
-        j = t % T
-        x, label = rows[j], labels[j]
+    record = TrialRecord(labels, epochs, record_scores)
+    for t, j, label in record.trials():
+        x = rows[j]
         num = numerator(v, x, p, ctx)
         ops = k + n + 16
         scale = float(norm) if p != 2 else 1.0
@@ -168,24 +164,20 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         if not isinstance(num, Fraction) and abs(num) <= own_error(p, ops, v, x, ctx):
             num = Fraction(0)  # a tie at the reference's precision
         score = (Fraction(0) if num == 0 else num if p == 2 else to_mpf(num, ctx) / norm)
-        if record_scores:
-            scores.append(score)
+        record.score(score)
         if not exact_floats:
             err = score_error_bound(ops, magnitude_float(magnitude))
             if err and abs(float(score)) <= err:
-                fragile.append(t)
+                record.fragile.append(t)
         if label * num <= 0:
-            mistakes.append(t)
+            record.mistakes.append(t)
             k += 1
             v = [a + label * b for a, b in zip(v, x)]
             v_abs = [a + b for a, b in zip(v_abs, abs_rows[j])]
             norm = norm_power(v, p, ctx)
 
     final = {"w": gradient(v, p, ctx), "v": v}
-    return Trace(algorithm="pnorm_perceptron", form="reference", kernel=kern.spec,
-                 params=params, n_examples=T, epochs=epochs, mistakes=mistakes,
-                 updates=list(mistakes), final=final, fragile=fragile,
-                 scores=scores if record_scores else None)
+    return record.trace("pnorm_perceptron", kern, params, final, updates=list(record.mistakes))
 
 
 def _perceptron_is_exact(rows: list[list[Fraction]], max_updates: int) -> bool:

@@ -94,52 +94,41 @@ fragile rule allows that much (times kappa) per update.
 from __future__ import annotations
 
 import math
-import operator
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
-from ..params import Param, ParamSchema
+from ..params import ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data
+from .common import Gram, OptionalRational, TrialRecord, check_epochs, exact_data, norm_param
 from .romma import (
     DELTA,
     FALLBACK_RHO,
     NUMBERS,
+    DualWeights,
     ErrorModel,
     NotConverged,
     Numbers,
     Rows,
-    _float,
+    ShadowNotes,
+    StepError,
     bound,
     dual_bounds,
-    finite,
-    known_bounds,
+    dual_final,
     near_singular,
-    norm_error,
     remember_bounds,
     run_modes,
     sharpen_by_shadows,
     solve_2norm,
 )
 
-
-class _OptionalRational(Param):
-    """A rational, or None (given as None or "none")."""
-
-    def read(self, value: Any) -> Any:
-        if value is None or isinstance(value, str) and value.strip().lower() == "none":
-            return None
-        return super().read(value)
-
-
 PARAMS = ParamSchema(
-    Param("p", "rational", Fraction(2), "the margin's norm p (q = p/(p-1) for w)",
-          check=lambda v: v >= 2, requirement=">= 2"),
+    norm_param("the margin's norm p (q = p/(p-1) for w)"),
     DELTA,
-    _OptionalRational("C", "rational", None, "2-norm soft margin constant (section 4.2); "
+    OptionalRational("C", "rational", None, "2-norm soft margin constant (section 4.2); "
                       "none: hard margin", check=lambda v: v > 0, requirement="> 0 or none"),
     NUMBERS,
 )
@@ -165,26 +154,27 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     if par["numbers"] == "fraction" and not rational:
         raise ParamError("parameter numbers=fraction needs p = 2 and a rational kernel")
 
-    notes: dict[str, Any] = {}
+    shadow = ShadowNotes()
 
     def run(num: Numbers) -> tuple[Trace, float]:
-        return _run(rows, labels, epochs, kern, par, num, True, notes=notes)
+        shadow.clear()
+        return _run(rows, labels, epochs, kern, par, num, True, shadow=shadow)
 
     trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
     if two and par["C"] is None:  # SPEC.md 12.5: shadow runs for the hard margin, p = 2
         trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
-                                           notes["singular"], notes["thresholds"])
+                                           shadow.singular, shadow.thresholds)
     elif two:   # the soft margin: the update test's left side y score + xi_j, measured
         from ..fast.pumma import forced_run
 
         def runner(form: str, Xa: Any, ya: Any) -> tuple[Trace, list[float]]:
             return forced_run(form, Xa, ya, epochs, kern.spec, par, trace.updates)
 
-        tested = notes["tested"]
+        tested = shadow.tested
         threshold = 1 - par["delta"]
         thresholds = [[0] if v is None else [0, threshold] for v in tested]
         trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
-                                           notes["singular"], thresholds, tested, runner)
+                                           shadow.singular, thresholds, tested, runner)
     if not record_scores:
         trace.scores = None
     return trace
@@ -202,49 +192,38 @@ def pair_bias(wpos: Any, wneg: Any) -> Any:
     return -(wpos + wneg) / 2
 
 
-class _State2:
+class _State2(DualWeights):
     """p = 2: w~ = sum_i alpha_i x~_i in dual coordinates, with the soft margin's x~."""
 
     def __init__(self, gram: Gram, num: Numbers, C: Any, T: int):
-        self.num, self.T = num, T
-        self.K = Rows(gram, num, T)
+        super().__init__(Rows(gram, num, T), num)
         self.invC = None if C is None else 1 / num(C)
-        self.zero = num(0)
-        self.alpha = [self.zero] * T
-        self.size = [0.0] * T               # |alpha_i| as floats (rounding magnitudes)
-        self.slack = [0.0] * T              # absolute allowances near the case boundary
-        self.doubt = False
+        self.doubt = False                  # the last problem (3) was nearly infeasible
         self.ill_conditioned = False        # the last problem (3) was romma.near_singular
         self.rho_lam = 0.0
-        self.support = 0
-        self.vv = self.zero
+
+    @property
+    def terms(self) -> int:
+        """How many terms a score's dot product has beyond the kernel's: alpha's support."""
+        return self.support
 
     def ka(self, i: int, j: int) -> Any:
         """The soft margin's kernel k(x_i, x_j) + [i = j] / C (for i = j: y_i^2 = 1)."""
         k = self.K(j)[i]
         return k + self.invC if i == j and self.invC is not None else k
 
-    def dot(self, j: int) -> Any:
-        """w.x_j (the original space: the score's part)."""
-        return self.num.dot(self.alpha, self.K(j))
-
     def xi(self, j: int, label: int) -> Any:
         if self.invC is None:
             return self.zero
         return self.alpha[j] * label * self.invC
 
-    def magnitude(self, j: int) -> float:
-        """sum_i (|alpha_i| + slack_i) |k|(x_i, x_j) (the slack counted as a magnitude: the
-        score's bound 2 rho M + gamma M then covers it only when rho >= 1/2, so the caller
-        adds 2 sum_i slack_i |k| as well)."""
-        if not self.support:
-            return 0.0
-        return math.fsum(map(operator.mul, self.size, self.K.magnitude(j)))
+    def slacks(self, labels: list[int]) -> list[Any]:
+        """xi_i for every example index i."""
+        return [self.xi(i, labels[i]) for i in range(self.T)]
 
-    def slack_error(self, j: int) -> float:
-        if not any(self.slack):
-            return 0.0
-        return 2 * math.fsum(map(operator.mul, self.slack, self.K.magnitude(j)))
+    def weights(self, rows: list[list[Fraction]], kern: Kernel) -> dict[str, Any]:
+        """``final``'s weights: w (linear kernel) or alpha."""
+        return dual_final(self, rows, kern)
 
     def aug_error(self, e: int, model: ErrorModel, m: int) -> float:
         """How far a float64 v~.x~_e (the augmented score: w.x_e + a_e / C) may be off."""
@@ -255,60 +234,51 @@ class _State2:
         return (model.score_error(m, mag) + self.slack_error(e)
                 + 2 * self.slack[e] * extra)
 
-    def update(self, pos: int, neg: int, model: ErrorModel | None = None, m: int = 0
+    def pair_magnitude(self, pos: int, neg: int) -> float:
+        """The magnitude of b's terms: (M(x_pos) + M(x_neg)) / 2 plus the slacks'."""
+        out = (self.magnitude(pos) + self.magnitude(neg)) / 2
+        if self.invC is not None:
+            out += (self.size[pos] + self.size[neg]) * float(self.invC) / 2
+        return out
+
+    def update(self, pos: int, neg: int, model: ErrorModel, m: int
                ) -> tuple[Any, float, bool] | None:
-        """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
-        With ``model``, sets ``self.doubt`` and ``self.rho_lam`` (``step_errors``) and carries
-        the slack (eta's absolute error times the old coefficients)."""
-        ka, num = self.ka, self.num
+        """Problem (3) for the pair, with v~ = w~ and z~ = x~_pos - x~_neg: (the new b by
+        (20), kappa, case_ii), or None if infeasible.  Sets ``doubt`` and ``rho_lam``
+        (``step_errors``) and ``ill_conditioned`` for the error model."""
+        ka = self.ka
         zz = ka(pos, pos) + ka(neg, neg) - 2 * ka(pos, neg)
         fpos = self.dot(pos) + self.xi(pos, 1)      # v~.x~_pos
         fneg = self.dot(neg) - self.xi(neg, -1)     # v~.x~_neg (x~_neg = (x_neg, -e/sqrt C))
-        sens = None
-        if model is not None:
-            mag = self.K.magnitude
-            scale = mag(pos)[pos] + mag(neg)[neg] + 2 * mag(neg)[pos]
-            if self.invC is not None:
-                scale += 2 * float(self.invC)
-            dvz = self.aug_error(pos, model, m) + self.aug_error(neg, model, m)
-            dvv = norm_error(model.rho, self.size, self.slack, mag, m + self.support,
-                             0.0 if self.invC is None else float(self.invC))
-            sens = model.step(self.vv, zz, fpos - fneg, 2, dvv, score_error_bound(m, scale),
-                              dvz, scale)
-            self.doubt, self.rho_lam = sens.fragile, sens.rho_lam
-            self.ill_conditioned = near_singular(self.vv, zz, fpos - fneg, scale)
-        solution = solve_2norm(self.vv, zz, fpos - fneg, 2, num.exact)
+        sens = self._sensitivity(pos, neg, zz, fpos - fneg, model, m)
+        solution = solve_2norm(self.vv, zz, fpos - fneg, 2, self.num.exact)
         if solution is None:
             return None
-        if model is not None and sens is not None and sens.fragile:
+        if sens.fragile:
             model.lost = True       # a near-singular update taken: anything from here on
         lam, eta, kappa = solution
-        case_ii = eta != 0
-        etaf = _float(eta)
-        rho = model.rho if model is not None else 0.0
-        eta_err = sens.eta_err if sens is not None else 0.0
-        new_slack = [(etaf * s if case_ii else 0.0) + eta_err * (a * (1 + rho) + s)
-                     for a, s in zip(self.size, self.slack)]
-        if sens is not None:   # lam's absolute error, on both pair members
-            new_slack[pos] += sens.lam_abs
-            new_slack[neg] += sens.lam_abs
-        self.slack = new_slack
-        self.alpha = [eta * a for a in self.alpha] if case_ii else [self.zero] * self.T
-        self.alpha[pos] += lam
-        self.alpha[neg] -= lam
-        self.size = [etaf * a for a in self.size] if case_ii else [0.0] * self.T   # |terms|
-        self.size[pos] += abs(_float(lam))
-        self.size[neg] += abs(_float(lam))
-        self.size, self.slack = finite(self.size), finite(self.slack)
-        self.support = sum(1 for a in self.alpha if a)
-        self.vv = 2 * lam + eta * self.vv           # ||w'||^2 = lam r + eta ||v||^2, r = 2
+        self.step(lam, eta, {pos: 1, neg: -1}, 2, sens, model.rho)   # w~ = lam z~ + eta v~
         # w'.x~_pos and w'.x~_neg for the bias (20): w' = lam z~ + eta v~
         cross = ka(pos, neg)
         wpos = eta * fpos + lam * (ka(pos, pos) - cross)
         wneg = eta * fneg + lam * (cross - ka(neg, neg))
-        if num.exact:
-            num.check_size(self.alpha)
-        return pair_bias(wpos, wneg), kappa, case_ii
+        return pair_bias(wpos, wneg), kappa, eta != 0
+
+    def _sensitivity(self, pos: int, neg: int, zz: Any, vz: Any, model: ErrorModel,
+                     m: int) -> StepError:
+        """``step_errors`` of problem (3) given the errors of ||v~||^2, ||z~||^2 and v~.z~;
+        sets ``doubt``, ``rho_lam`` and ``ill_conditioned``."""
+        mag = self.K.magnitude
+        scale = mag(pos)[pos] + mag(neg)[neg] + 2 * mag(neg)[pos]
+        if self.invC is not None:
+            scale += 2 * float(self.invC)
+        dvz = self.aug_error(pos, model, m) + self.aug_error(neg, model, m)
+        dvv = self.norm_error(model.rho, m + self.support,
+                              0.0 if self.invC is None else float(self.invC))
+        sens = model.step(self.vv, zz, vz, 2, dvv, score_error_bound(m, scale), dvz, scale)
+        self.doubt, self.rho_lam = sens.fragile, sens.rho_lam
+        self.ill_conditioned = near_singular(self.vv, zz, vz, scale)
+        return sens
 
 
 class _StateP:
@@ -323,15 +293,37 @@ class _StateP:
         self.q = self.p / (self.p - 1)
         self.C = None if C is None else num(C)
         self.w = [num(0)] * len(rows[0])
-        self.xi: dict[int, Any] = {}
+        self.xis: dict[int, Any] = {}   # xi_j by example index (0 where absent)
         self.newton_steps = 0
         self.doubt = False   # the last problem (3) was nearly infeasible (SPEC.md 12.5)
 
     def dot(self, j: int) -> Any:
         return self.ctx.fsum(a * b for a, b in zip(self.w, self.rows[j]))
 
-    def xi_of(self, j: int) -> Any:
-        return self.xi.get(j, self.num(0))
+    #: Problem (3) is never ``romma.near_singular``'s case here (p > 2: ``doubt`` says it).
+    ill_conditioned = False
+
+    @property
+    def terms(self) -> int:
+        """How many terms a score's dot product has beyond the kernel's: n."""
+        return len(self.w)
+
+    def xi(self, j: int, label: int = 0) -> Any:
+        """xi_j (``label``: unused, as ``_State2.xi`` takes it)."""
+        return self.xis.get(j, self.num(0))
+
+    def slacks(self, labels: list[int]) -> list[Any]:
+        """xi_i for every example index i."""
+        return [self.xi(i) for i in range(len(self.rows))]
+
+    def weights(self, rows: list[list[Fraction]], kern: Kernel) -> dict[str, Any]:
+        """``final``'s weights: the primal w."""
+        return {"w": list(self.w)}
+
+    def pair_magnitude(self, pos: int, neg: int) -> float:
+        """The magnitude of b's terms: (M(x_pos) + M(x_neg)) / 2 plus the slacks'."""
+        return ((self.magnitude(pos) + self.magnitude(neg)) / 2
+                + (abs(float(self.xi(pos))) + abs(float(self.xi(neg)))) / 2)
 
     def magnitude(self, j: int) -> float:
         return sum(abs(float(a)) * abs(float(b)) for a, b in zip(self.w, self.rows[j]))
@@ -342,7 +334,7 @@ class _StateP:
         parts = [float(v) for v in self.w]
         if self.C is not None:
             root_c = math.sqrt(float(self.C))
-            parts += [root_c * float(v) for v in self.xi.values()]
+            parts += [root_c * float(v) for v in self.xis.values()]
         return _norm2(parts)
 
     def norm(self, v: list[Any], r: Any) -> Any:
@@ -369,8 +361,8 @@ class _StateP:
         v = self.w
         th = self.link(v, self.q)                               # f(v)
         vv = self.norm(v, self.q) ** 2                          # ||v||_q^2
-        xp, xn = self.xi_of(pos), self.xi_of(neg)
-        xi2 = ctx.fsum(s * s for s in self.xi.values())
+        xp, xn = self.xi(pos), self.xi(neg)
+        xi2 = ctx.fsum(s * s for s in self.xis.values())
         if C is not None:
             vv += C * xi2
         zp = self.norm(z, p)
@@ -409,12 +401,12 @@ class _StateP:
             w = self.link([lam * a + eta * b for a, b in zip(z, th)], p)
             case_ii = True
         if C is not None:
-            new_xi = {i: eta * s for i, s in self.xi.items() if eta != 0}
+            new_xi = {i: eta * s for i, s in self.xis.items() if eta != 0}
             new_xi[pos] = new_xi.get(pos, num(0)) + lam / C
             new_xi[neg] = new_xi.get(neg, num(0)) + lam / C
-            self.xi = new_xi
+            self.xis = new_xi
         self.w = w
-        return (pair_bias(self.dot(pos) + self.xi_of(pos), self.dot(neg) - self.xi_of(neg)),
+        return (pair_bias(self.dot(pos) + self.xi(pos), self.dot(neg) - self.xi(neg)),
                 kappa, case_ii)
 
     def _newton(self, z: list[Any], th: list[Any], vv: Any, xp: Any, xn: Any,
@@ -498,18 +490,49 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
     terms included), which :func:`kkt_scale` computes: where w.z = 2 is a cancellation of
     terms of size |w||z| >> 2 (found: w ~ 1e23, z ~ 1 after an update on a tiny z), no float64
     w reaches an absolute residual of 2^-40, while its relative error is at rounding."""
-    invC = 0 if soft is None else 1 / soft[2]
-
-    def dual(lam: Any, eta: Any) -> Any:
-        phi = [lam * a + eta * b for a, b in zip(z, th)]
-        out = -_pnorm(ops, phi, p) ** 2 / 2 + 2 * lam + eta * vv
-        if soft is not None:
-            E, xi2, C = soft
-            out -= (2 * lam * lam + 2 * lam * eta * C * E + eta * eta * C * C * xi2) * invC / 2
-        return out
-
+    dual = _Dual(ops, z, th, vv, p, soft)
     lam, eta = start
     for _ in range(max_steps or NEWTON_MAX_STEPS):
+        w, gl, ge, hessian = dual.derivatives(lam, eta)
+        residual = abs(gl) / 2 + abs(ge) / vv        # the KKT residual of (17)
+        if residual <= tol or scaled and residual <= tol * kkt_scale(
+                ops, w, z, th, vv, lam, eta, soft, dual.invC):
+            return lam, eta
+        dl, de = _newton_direction(ops, gl, ge, *hessian)
+        t = dual.damping(lam, eta, dl, de)
+        lam, eta = lam + t * dl, eta + t * de
+        ops.steps += 1
+    if max_steps:
+        return lam, eta
+    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (SPEC.md 12.5)")
+
+
+class _Dual:
+    """The dual (18) of problem (3), L*(lam, eta) = -1/2 ||phi||_p^2 + 2 lam + eta vv,
+    phi = lam z + eta th [- 1/(2C) ||lam E + eta C xi'||^2, soft = (E.xi', ||xi'||^2, C)],
+    in the arithmetic ``ops`` (``FloatOps`` or mpmath's)."""
+
+    def __init__(self, ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: Any):
+        self.ops, self.z, self.th, self.vv, self.p, self.soft = ops, z, th, vv, p, soft
+        self.invC = 0 if soft is None else 1 / soft[2]
+
+    def value(self, lam: Any, eta: Any) -> Any:
+        """L*(lam, eta) (18)."""
+        phi = [lam * a + eta * b for a, b in zip(self.z, self.th)]
+        out = -_pnorm(self.ops, phi, self.p) ** 2 / 2 + 2 * lam + eta * self.vv
+        if self.soft is not None:
+            E, xi2, C = self.soft
+            out -= ((2 * lam * lam + 2 * lam * eta * C * E + eta * eta * C * C * xi2)
+                    * self.invC / 2)
+        return out
+
+    def derivatives(self, lam: Any, eta: Any) -> tuple[list[Any], Any, Any,
+                                                        tuple[Any, Any, Any]]:
+        """(w, gl, ge, (hll, hle, hee)) at (lam, eta): w = f^-1(phi), the gradient of L*
+        (gl = 2 - w.z, ge = vv - w.th: the two equations of (17)) and minus its Hessian
+        [[hll, hle], [hle, hee]] = [z, th]^T J [z, th] with J the Jacobian of f^-1 at phi
+        (module docstring), soft-margin terms included."""
+        ops, z, th, p = self.ops, self.z, self.th, self.p
         phi = [lam * a + eta * b for a, b in zip(z, th)]
         n = _pnorm(ops, phi, p)
         if n == 0:        # phi = 0 (z = 0 and v = 0, soft margin): f^-1 = 0, J = 0
@@ -522,194 +545,239 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
             d = [ops.power(abs(c), p - 2) for c in phi]
             g = [c * ops.power(n, 2 - p) for c in s]  # f^-1(phi): the current w
         gl = 2 - ops.fsum(a * b for a, b in zip(g, z))
-        ge = vv - ops.fsum(a * b for a, b in zip(g, th))
+        ge = self.vv - ops.fsum(a * b for a, b in zip(g, th))
         sz = ops.fsum(a * b for a, b in zip(s, z))
         st = ops.fsum(a * b for a, b in zip(s, th))
         hll = a1 * ops.fsum(c * a * a for c, a in zip(d, z)) - a2 * sz * sz
         hle = a1 * ops.fsum(c * a * b for c, a, b in zip(d, z, th)) - a2 * sz * st
         hee = a1 * ops.fsum(c * b * b for c, b in zip(d, th)) - a2 * st * st
-        if soft is not None:
-            E, xi2, C = soft
-            gl -= 2 * lam * invC + eta * E
+        if self.soft is not None:
+            E, xi2, C = self.soft
+            gl -= 2 * lam * self.invC + eta * E
             ge -= lam * E + eta * C * xi2
-            hll += 2 * invC
+            hll += 2 * self.invC
             hle += E
             hee += C * xi2
-        residual = abs(gl) / 2 + abs(ge) / vv        # the KKT residual of (17)
-        if residual <= tol or scaled and residual <= tol * kkt_scale(
-                ops, g, z, th, vv, lam, eta, soft, invC):
-            return lam, eta
-        det = hll * hee - hle * hle                  # -Hessian = [[hll, hle], [hle, hee]]
-        if not det > ops.singular * (hll * hee):      # singular: phi sparse (J = 0 off its
-            mu = 2.0 ** -20 * (abs(hll) + abs(hee)) or 1 + 0 * hll   # support); a ridge
-            hll, hee = hll + mu, hee + mu
-            det = hll * hee - hle * hle
-        dl = (hee * gl - hle * ge) / det
-        de = (hll * ge - hle * gl) / det
+        return g, gl, ge, (hll, hle, hee)
+
+    def damping(self, lam: Any, eta: Any, dl: Any, de: Any) -> Any:
+        """The step's factor t: 1 near the optimum (a step of at most 2^-20 relative), else
+        halved while L* falls (down to 2^-60)."""
         t = 1
         if abs(dl) > 2.0 ** -20 * abs(lam) or abs(de) > 2.0 ** -20 * max(abs(eta), 1):
-            base = dual(lam, eta)                    # far from the optimum: damp until L* rises
-            while dual(lam + t * dl, eta + t * de) < base and t > 2.0 ** -60:
+            base = self.value(lam, eta)              # far from the optimum: damp until L* rises
+            while self.value(lam + t * dl, eta + t * de) < base and t > 2.0 ** -60:
                 t /= 2
-        lam, eta = lam + t * dl, eta + t * de
-        ops.steps += 1
-    if max_steps:
-        return lam, eta
-    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (SPEC.md 12.5)")
+        return t
+
+
+def _newton_direction(ops: Any, gl: Any, ge: Any, hll: Any, hle: Any,
+                      hee: Any) -> tuple[Any, Any]:
+    """The Newton step (dl, de) solving [[hll, hle], [hle, hee]] (dl, de) = (gl, ge), with a
+    ridge where that matrix (minus the Hessian) is singular: phi sparse, J = 0 off its
+    support (module docstring)."""
+    det = hll * hee - hle * hle
+    if not det > ops.singular * (hll * hee):
+        mu = 2.0 ** -20 * (abs(hll) + abs(hee)) or 1 + 0 * hll
+        hll, hee = hll + mu, hee + mu
+        det = hll * hee - hle * hle
+    return (hee * gl - hle * ge) / det, (hll * ge - hle * gl) / det
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
          par: dict[str, Any], num: Numbers, record_scores: bool,
-         observer: Any = None, notes: dict[str, Any] | None = None) -> tuple[Trace, float]:
-    """The run; ``notes`` receives "singular" (p = 2: the trials whose pair problem is
-    ``romma.near_singular``), "thresholds" (per trial, the margins it is tested against) and
-    "tested" (per trial, the update test's exact left side y score + xi_j, None where it
-    makes none) for ``romma.sharpen_by_shadows``."""
-    T, n = len(rows), len(rows[0])
+         observer: Any = None, shadow: ShadowNotes | None = None) -> tuple[Trace, float]:
+    """The trial loop (module docstring): start-up (``_start_up``), then the score, the
+    mistake test, the update test and problem (3) with the bias (20).  The state is
+    ``_State2`` (p = 2) or ``_StateP``; ``_PummaErrors`` is the float64 error model along
+    the run; ``shadow`` receives what ``romma.sharpen_by_shadows`` needs.  Returns the trace
+    and the reference's own largest relative error (``romma.run_modes``)."""
     two = par["p"] == 2
-    gram = Gram(kern, rows)
-    st: Any = _State2(gram, num, par["C"], T) if two else _StateP(rows, num, par["p"], par["C"])
+    st: Any = (_State2(Gram(kern, rows), num, par["C"], len(rows)) if two
+               else _StateP(rows, num, par["p"], par["C"]))
     threshold = num(1 - par["delta"])
-    thr_err = score_error_bound(1, float(threshold))
-    model = ErrorModel(ref_unit=num.unit)
-    newton = 0.0 if two else NEWTON_TOLERANCE
-    ref_newton = 0.0 if two else 2.0 ** -(num.bits // 2 - 8)
-    pos: int | None = None
-    neg: int | None = None
-    started = False
-    b = num(-1)
-    b_magnitude = 0.0               # the magnitude of b's terms, for the rounding bound
-    b_slack = 0.0                   # b's share of the boundary slack (ErrorModel.doubtful)
-    row_sums = [math.fsum(abs(float(v)) for v in row) for row in rows]   # sum_d |x_jd|
-    max_row_sum = max(row_sums)
-    hoelder = 0.0 if two else hoelder_share(par["p"])
-    mistakes: list[int] = []
-    updates: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
-    singular: list[int] = []
-    thresholds: list[list[Any]] = []
-    tested: list[Any] = []          # the update test's exact left side y score + xi_j
-    for t in range(epochs * T):
-        j, label = t % T, labels[t % T]
-        if not started:
-            thresholds.append([0])
-            tested.append(None)
-            score = b                                  # w = 0, b = -1 or +1
-            if record_scores:
-                scores.append(score)
-            if label * score <= 0:
-                mistakes.append(t)
-            if label == 1 and pos is None or label == -1 and neg is None:
-                new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
-                if new_pos is None or new_neg is None:   # half a pair: store it
-                    pos, neg, b = new_pos, new_neg, num(1 if new_pos is not None else -1)
-                    updates.append(t)
-                    continue
-                m0 = (n + 8) * kern.depth + 8
-                result = st.update(new_pos, new_neg, model, m0)
-                if two and st.ill_conditioned:
-                    singular.append(t)
-                if st.doubt:   # z ~ 0: a float64 form may call it infeasible
-                    fragile.append(t)
-                if result is not None:
-                    pos, neg, started = new_pos, new_neg, True
-                    b = result[0]
-                    b_magnitude = _pair_magnitude(st, pos, neg)
-                    model.update(False, 1.0, n + 8, newton, ref_newton,
-                                 rho_lam=st.rho_lam if two else None)
-                    updates.append(t)
-                    if observer:
-                        observer(_state(t, st, b, pos, neg, rows, labels, two, False))
+    errors = _PummaErrors(rows, kern, num, par, threshold)
+    record = TrialRecord(labels, epochs, record_scores)
+    shadow = ShadowNotes() if shadow is None else shadow
+    pair = _Pair(num)
+
+    def report(t: int, case_ii: bool) -> None:
+        if observer:
+            observer(_state(t, st, pair, rows, labels, case_ii))
+
+    for t, j, label in record.trials():
+        if not pair.complete:
+            _start_up(t, j, label, pair, st, errors, record, shadow, report)
             continue
-        wx = st.dot(j)
-        score = wx + b
+        score = st.dot(j) + pair.b                       # w.x + b
         margin = label * score
-        slack = st.xi(j, label) if two else st.xi_of(j)
-        if record_scores:
-            scores.append(score)
-        m = (n + 8) * kern.depth + (st.support if two else n) + 8
-        if two:   # the score and its slack a_j / C: terms' magnitudes, absolute slacks
-            invC = 0.0 if st.invC is None else float(st.invC)
-            magnitude = st.magnitude(j) + b_magnitude + st.size[j] * invC
-            err = (model.score_error(m, magnitude) + st.slack_error(j)
-                   + 2 * st.slack[j] * invC + b_slack)
-        else:   # p > 2: each w_d within the final bounds' rule, applied to this state
-            row_sum = row_sums[j]
-            scale = st.scale()
-            magnitude = st.magnitude(j) + scale * row_sum + b_magnitude + abs(float(slack))
-            err = model.score_error(m, magnitude) + scale * hoelder * (row_sum + max_row_sum)
-        member = j == pos or j == neg   # Lemma 4: y (w.x + b) + xi_j = 1 exactly
-        thresholds.append([0] if member else [0, threshold - slack])
-        tested.append(None if member else margin + slack)
-        if member:       # margin + slack exactly 1: only the mistake test can be close
-            if err and not abs(float(margin)) > err:    # (a NaN bound is no bound)
-                fragile.append(t)
-        elif model.fragile(margin, threshold - slack, err, thr_err):
-            fragile.append(t)
-        if margin <= 0:
-            mistakes.append(t)
-        if not member and margin + slack < threshold:
-            new_pos, new_neg = (j, neg) if label == 1 else (pos, j)
-            result = st.update(new_pos, new_neg, model, m)
-            if two and st.ill_conditioned:
-                singular.append(t)
-            if st.doubt and (not fragile or fragile[-1] != t):
-                fragile.append(t)
+        slack = st.xi(j, label)                          # xi_j (0 without soft margin)
+        record.score(score)
+        member = j == pair.pos or j == pair.neg          # Lemma 4: y score + xi_j = 1 exactly
+        test = None if member else threshold - slack     # the update test (none for members)
+        shadow.trial(test, None if member else margin + slack)
+        if errors.fragile(st, j, margin, slack, test):
+            record.flag(t)
+        if margin <= 0:                                  # mistake iff y score <= 0
+            record.mistakes.append(t)
+        if not member and margin + slack < threshold:    # update iff y score + xi_j < 1 - delta
+            pos, neg = (j, pair.neg) if label == 1 else (pair.pos, j)    # x replaces one
+            m = errors.operations(st)
+            result = _solve(t, pos, neg, st, errors, m, record, shadow)  # problem (3), (20)
             if result is not None:
-                pos, neg = new_pos, new_neg
                 b, kappa, case_ii = result
-                b_magnitude = _pair_magnitude(st, pos, neg)
-                if two:
-                    invC = 0.0 if st.invC is None else float(st.invC)
-                    b_slack = (st.slack_error(pos) + st.slack_error(neg)
-                               + 2 * (st.slack[pos] + st.slack[neg]) * invC) / 2
-                model.update(case_ii, kappa, m, newton * kappa, ref_newton * kappa,
-                             rho_lam=st.rho_lam if two else None)
-                updates.append(t)
-                if observer:
-                    observer(_state(t, st, b, pos, neg, rows, labels, two, case_ii))
-
-    final: dict[str, Any] = {}
-    coefs: list[Any] = []
-    if two:
-        coefs = list(st.alpha)
-        if kern.is_linear:
-            final["w"] = [num.dot(coefs, [num(r[d]) for r in rows]) for d in range(n)]
-        else:
-            final["alpha"] = coefs
-    else:
-        final["w"] = list(st.w)
-    final["b"] = b
-    final["pos"], final["neg"] = pos, neg
+                pair.take(pos, neg, b)
+                errors.updated(st, pos, neg, case_ii, kappa, m)
+                record.updates.append(t)
+                report(t, case_ii)
+    final = dict(st.weights(rows, kern), b=pair.b, pos=pair.pos, neg=pair.neg)
     if par["C"] is not None:
-        final["xi"] = ([st.xi(i, labels[i]) for i in range(T)] if two
-                       else [st.xi_of(i) for i in range(T)])
-    params = dict(par, numbers=num.label)
-    trace = Trace(algorithm="pumma", form="reference", kernel=kern.spec, params=params,
-                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                  final=final, fragile=fragile, scores=scores if record_scores else None)
-    remember_bounds(trace, _final_bounds(model.rho, final, st.size if two else [], rows,
-                                         kern, par,
-                                         b_magnitude, st if not two else None,
-                                         st.slack if two else None, b_slack), model.lost)
-    if notes is not None:
-        notes.update(singular=singular, thresholds=thresholds, tested=tested)
-    return trace, model.worst_ref
+        final["xi"] = st.slacks(labels)
+    trace = record.trace("pumma", kern, dict(par, numbers=num.label), final)
+    remember_bounds(trace, errors.final_bounds(final, st), errors.model.lost)
+    return trace, errors.model.worst_ref
 
 
-def _state(t: int, st: Any, b: Any, pos: int, neg: int, rows: list[list[Fraction]],
-           labels: list[int], two: bool, case_ii: bool) -> dict[str, Any]:
+class _PummaErrors:
+    """The float64 error model along a PUMMA run (``romma.ErrorModel``): each score's error
+    bound, and b's (the magnitude of its terms and its share of the boundary slack); p > 2
+    adds a float64 Newton's tolerance per update and the Hoelder share on each score."""
+
+    def __init__(self, rows: list[list[Fraction]], kern: Kernel, num: Numbers,
+                 par: dict[str, Any], threshold: Any):
+        self.rows, self.kern, self.par = rows, kern, par
+        self.two = par["p"] == 2
+        self.model = ErrorModel(ref_unit=num.unit)
+        self.threshold_error = score_error_bound(1, float(threshold))
+        self.newton = 0.0 if self.two else NEWTON_TOLERANCE
+        self.ref_newton = 0.0 if self.two else 2.0 ** -(num.bits // 2 - 8)
+        self.b_magnitude = 0.0      # the magnitude of b's terms, for the rounding bound
+        self.b_slack = 0.0          # b's share of the boundary slack
+        self.row_sums = [math.fsum(abs(float(v)) for v in row) for row in rows]  # sum |x_jd|
+        self.max_row_sum = max(self.row_sums)
+        self.hoelder = 0.0 if self.two else hoelder_share(par["p"])
+
+    def operations(self, st: Any) -> int:
+        """The roundings of a float64 score w.x_j + b."""
+        return (len(self.rows[0]) + 8) * self.kern.depth + st.terms + 8
+
+    def score_error(self, st: Any, j: int, slack: Any) -> float:
+        """How far a float64 score (and, p = 2, its slack a_j / C) may be off: p = 2 from
+        the terms' magnitudes and the absolute slacks; p > 2 with each w_d within the final
+        bounds' rule applied to this state (|w_d| + ||w~||_2, plus the Hoelder share)."""
+        m, model = self.operations(st), self.model
+        if self.two:
+            invC = 0.0 if st.invC is None else float(st.invC)
+            magnitude = st.magnitude(j) + self.b_magnitude + st.size[j] * invC
+            return (model.score_error(m, magnitude) + st.slack_error(j)
+                    + 2 * st.slack[j] * invC + self.b_slack)
+        row_sum, scale = self.row_sums[j], st.scale()
+        magnitude = st.magnitude(j) + scale * row_sum + self.b_magnitude + abs(float(slack))
+        return (model.score_error(m, magnitude)
+                + scale * self.hoelder * (row_sum + self.max_row_sum))
+
+    def fragile(self, st: Any, j: int, margin: Any, slack: Any, threshold: Any) -> bool:
+        """Whether a float64 form may decide the mistake test, or the update test against
+        ``threshold`` (None: none), otherwise (``ErrorModel.tests_fragile``)."""
+        return self.model.tests_fragile(margin, self.score_error(st, j, slack), threshold,
+                                        self.threshold_error)
+
+    def started(self, st: Any, pair: _Pair) -> None:
+        """After the update that completes the pair (case (i) from v = 0)."""
+        self.b_magnitude = st.pair_magnitude(pair.pos, pair.neg)
+        self.model.update(False, 1.0, len(self.rows[0]) + 8, self.newton, self.ref_newton,
+                          rho_lam=st.rho_lam if self.two else None)
+
+    def updated(self, st: Any, pos: int, neg: int, case_ii: bool, kappa: float,
+                m: int) -> None:
+        """After an update (``ErrorModel.update``; Newton's tolerance times kappa)."""
+        self.b_magnitude = st.pair_magnitude(pos, neg)
+        if self.two:
+            invC = 0.0 if st.invC is None else float(st.invC)
+            self.b_slack = (st.slack_error(pos) + st.slack_error(neg)
+                            + 2 * (st.slack[pos] + st.slack[neg]) * invC) / 2
+        self.model.update(case_ii, kappa, m, self.newton * kappa, self.ref_newton * kappa,
+                          rho_lam=st.rho_lam if self.two else None)
+
+    def final_bounds(self, final: dict[str, Any], st: Any) -> dict[str, Any]:
+        """How far a float64 form's final values may lie from ``final`` (``_final_bounds``)."""
+        two = self.two
+        return _final_bounds(self.model.rho, final, st.size if two else [], self.rows,
+                             self.kern, self.par, self.b_magnitude, None if two else st,
+                             st.slack if two else None, self.b_slack)
+
+
+class _Pair:
+    """The hypothesis's pair (x_pos, x_neg), as example indices (None until stored), and
+    its bias b; before start-up completes, w = 0 and b = -1 or +1 (module docstring)."""
+
+    def __init__(self, num: Numbers):
+        self.num = num
+        self.pos: int | None = None
+        self.neg: int | None = None
+        self.b = num(-1)
+
+    @property
+    def complete(self) -> bool:
+        """Both stored: start-up is over for good."""
+        return self.pos is not None and self.neg is not None
+
+    def take(self, pos: int | None, neg: int | None, b: Any = None) -> None:
+        """The new pair; ``b`` None: half a pair, b = +1 with a positive only, else -1."""
+        self.pos, self.neg = pos, neg
+        self.b = self.num(1 if pos is not None else -1) if b is None else b
+
+
+def _start_up(t: int, j: int, label: int, pair: _Pair, st: Any, errors: _PummaErrors,
+              record: TrialRecord, shadow: ShadowNotes,
+              report: Callable[[int, bool], None]) -> None:
+    """A trial before the pair is complete (section 3, "Initialization"): score b, and the
+    first positive (resp. negative) example is stored, an update; the one that completes
+    the pair solves problem (3) with v = 0 (case (i)), and is not stored if it is
+    infeasible."""
+    score = pair.b                                       # w = 0
+    record.score(score)
+    shadow.trial()
+    if label * score <= 0:
+        record.mistakes.append(t)
+    if (pair.pos if label == 1 else pair.neg) is not None:
+        return
+    pos, neg = (j, pair.neg) if label == 1 else (pair.pos, j)
+    if pos is None or neg is None:                       # half a pair: store it
+        pair.take(pos, neg)
+        record.updates.append(t)
+        return
+    result = _solve(t, pos, neg, st, errors, errors.operations(st), record, shadow)
+    if result is not None:
+        pair.take(pos, neg, result[0])
+        errors.started(st, pair)
+        record.updates.append(t)
+        report(t, False)
+
+
+def _solve(t: int, pos: int, neg: int, st: Any, errors: _PummaErrors, m: int,
+           record: TrialRecord, shadow: ShadowNotes) -> tuple[Any, float, bool] | None:
+    """Problem (3) and the bias (20) for the pair (``_State2.update``, ``_StateP.update``):
+    (b, kappa, case_ii), or None if infeasible; trial t is fragile where a float64 form may
+    call it infeasible (``doubt``), shadowed no further where it is ill-conditioned."""
+    result = st.update(pos, neg, errors.model, m)
+    if st.ill_conditioned:
+        shadow.singular.append(t)
+    if st.doubt:
+        record.flag(t)
+    return result
+
+
+def _state(t: int, st: Any, pair: _Pair, rows: list[list[Fraction]], labels: list[int],
+           case_ii: bool) -> dict[str, Any]:
     """The state after the update on trial t, for the properties (``history``)."""
-    out = {"t": t, "b": b, "pos": pos, "neg": neg, "case_ii": case_ii}
-    if two:
+    out = {"t": t, "b": pair.b, "pos": pair.pos, "neg": pair.neg, "case_ii": case_ii}
+    if isinstance(st, _State2):
         out["alpha"] = list(st.alpha)
-        out["w"] = [st.num.dot(st.alpha, [st.num(r[d]) for r in rows])
-                    for d in range(len(rows[0]))]
-        out["xi"] = [st.xi(i, labels[i]) for i in range(len(rows))]
+        out["w"] = st.primal(rows)
     else:
         out["w"] = list(st.w)
-        out["xi"] = [st.xi_of(i) for i in range(len(rows))]
+    out["xi"] = st.slacks(labels)
     return out
 
 
@@ -729,17 +797,6 @@ def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         return _run(rows, labels, check_epochs(epochs), kern, par, num, True, states.append)
 
     return run_modes(par["numbers"], rational, epochs * len(rows), run), states
-
-
-def _pair_magnitude(st: Any, pos: int, neg: int) -> float:
-    """The magnitude of b's terms: (M(x_pos) + M(x_neg)) / 2 plus the slacks."""
-    out = (st.magnitude(pos) + st.magnitude(neg)) / 2
-    if isinstance(st, _State2):
-        if st.invC is not None:
-            out += (st.size[pos] + st.size[neg]) * float(st.invC) / 2
-    else:
-        out += (abs(float(st.xi_of(pos))) + abs(float(st.xi_of(neg)))) / 2
-    return out
 
 
 def _norm2(values: list[float]) -> float:
@@ -786,12 +843,12 @@ def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """How far a float64 form's final w (or alpha), b and xi may lie from the exact ones.
 
-    For a trace this process computed, the bounds its run derived (``_final_bounds``: the
-    ErrorModel's final rho on the magnitudes of each value's terms, as reference.romma).
+    For a trace the reference returned, the bounds its run derived (``trace.final_bounds``:
+    the ErrorModel's final rho on the magnitudes of each value's terms, as reference.romma).
     For a trace read from a file: rho = FALLBACK_RHO on magnitudes rebuilt from the values
     (w_d: |w_d| + ||w||_2 max_i |x_id| T; b: |b| + ||w||_2 max_i ||x_i||_2 + the slacks).
     """
-    known = known_bounds(trace)
+    known = trace.final_bounds
     if known is not None:
         return known
     rows = [[abs(float(v)) for v in row] for row in

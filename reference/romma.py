@@ -62,10 +62,9 @@ from __future__ import annotations
 
 import math
 import operator
-import weakref
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
@@ -75,6 +74,7 @@ from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, score_error
 from ..trace import Trace
 from .common import (
     Gram,
+    TrialRecord,
     check_epochs,
     exact_data,
     shadow_errors,
@@ -341,6 +341,15 @@ class ErrorModel:
             return 0.0
         return 2.0 * self.rho * magnitude + score_error_bound(m, magnitude)
 
+    def tests_fragile(self, margin: Any, err: float, threshold: Any,
+                      err_threshold: float) -> bool:
+        """The fragile rule of a trial: ``fragile`` for the mistake test and the update test
+        against ``threshold``; with ``threshold`` None (the trial's example is a member of
+        the last update's problem, its update test skipped) the mistake test alone."""
+        if threshold is None:
+            return bool(err) and not abs(float(margin)) > err    # (a NaN bound is no bound)
+        return self.fragile(margin, threshold, err, err_threshold)
+
     def fragile(self, margin: Any, threshold: Any, err: float, err_threshold: float) -> bool:
         """|margin| <= err (the mistake test) or |margin - threshold| <= err + its own.  A NaN
         bound (inf * 0 from a coefficient whose error is unbounded after a near-singular
@@ -349,6 +358,15 @@ class ErrorModel:
             return False
         return not (abs(float(margin)) > err
                     and abs(float(margin - threshold)) > err + err_threshold)
+
+
+class ScoreError(NamedTuple):
+    """A float64 score's error: ``m`` roundings of terms of total ``magnitude``, off by at
+    most ``err``."""
+
+    m: int
+    magnitude: float
+    err: float
 
 
 class StepError:
@@ -456,25 +474,17 @@ def norm_error(rho: float, size: list[float], slack: list[float],
     return err + score_error_bound(m, mag)
 
 
-#: The final-state bounds of each reference trace, by identity (``final_error_bounds``).
-_BOUNDS: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
-#: The relative error assumed for a trace this process did not compute (a golden file).
+#: The relative error assumed for a trace without final_bounds (read from a file).
 FALLBACK_RHO = 2.0 ** -20
 
 
 def remember_bounds(trace: Trace, bounds: dict[str, Any], lost: bool = False) -> None:
-    """Keep a run's final bounds for ``final_error_bounds``; ``lost``: all ANY_STATE."""
+    """Attach a run's final bounds to its trace (``final_error_bounds`` reads them);
+    ``lost``: all ANY_STATE."""
     if lost:
         bounds = {k: [ANY_STATE] * len(v) if isinstance(v, list) else ANY_STATE
                   for k, v in bounds.items()}
-    for key in [k for k, (ref, _) in _BOUNDS.items() if ref() is None]:
-        del _BOUNDS[key]
-    _BOUNDS[id(trace)] = (weakref.ref(trace), bounds)
-
-
-def known_bounds(trace: Trace) -> dict[str, Any] | None:
-    ref, bounds = _BOUNDS.get(id(trace), (None, None))
-    return bounds if ref is not None and ref() is trace else None
+    trace.final_bounds = bounds
 
 
 def bound(rho: float, magnitude: float, ops: int, exact: Any) -> float:
@@ -503,29 +513,99 @@ def dual_bounds(rho: float, size: list[float], rows: list[list[Fraction]], linea
                         for d, v in enumerate(final["w"])]}
 
 
-# -- ROMMA -----------------------------------------------------------------------------------
+# -- the state in dual coordinates (ROMMA; PUMMA with p = 2) ---------------------------------
 
-def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
-          numbers: Any = "auto", record_scores: bool = False) -> Trace:
-    """Run ROMMA(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
-    rows, labels = exact_data(X, y)
-    epochs = check_epochs(epochs)
-    kern = parse_kernel(kernel)
-    p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
-    if p["numbers"] == "fraction" and not kern.is_rational:
-        raise ParamError("parameter numbers=fraction needs a rational kernel (not rbf)")
+class DualWeights:
+    """w = sum_i alpha_i phi(x_i) (alpha_i signed, by example index) and ||w||^2, with the
+    error model's bookkeeping (``ErrorModel``, p = 2): size_i, the magnitude of alpha_i's
+    terms, and slack_i, its absolute allowance near the case boundary."""
 
-    notes: dict[str, Any] = {}
+    def __init__(self, K: Rows, num: Numbers):
+        self.K, self.num, self.T = K, num, K.T
+        self.zero = num(0)
+        self.alpha = [self.zero] * K.T
+        self.size = [0.0] * K.T         # |alpha_i| as floats (rounding magnitudes)
+        self.slack = [0.0] * K.T        # absolute allowances near the case boundary
+        self.support = 0                # how many alpha_i are nonzero
+        self.vv = self.zero             # ||w||^2
 
-    def run(num: Numbers) -> tuple[Trace, float]:
-        return _romma_run(rows, labels, epochs, kern, p, num, True, notes=notes)
+    def dot(self, j: int) -> Any:
+        """w.phi(x_j)."""
+        return self.num.dot(self.alpha, self.K(j))
 
-    trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
-    trace.fragile = sharpen_by_shadows("romma", X, y, epochs, kern.spec, p, trace,
-                                       notes["singular"], notes["thresholds"])
-    if not record_scores:
-        trace.scores = None
-    return trace
+    def primal(self, rows: list[list[Fraction]]) -> list[Any]:
+        """w = sum_i alpha_i x_i (the linear kernel's weights)."""
+        num = self.num
+        return [num.dot(self.alpha, [num(r[d]) for r in rows]) for d in range(len(rows[0]))]
+
+    def magnitude(self, j: int) -> float:
+        """sum_i size_i |k|(x_i, x_j): the magnitude of w.phi(x_j)'s terms (the slack is
+        counted apart, ``slack_error``: the score's bound 2 rho M + gamma M covers it only
+        when rho >= 1/2)."""
+        if not self.support:
+            return 0.0
+        return math.fsum(map(operator.mul, self.size, self.K.magnitude(j)))
+
+    def slack_error(self, j: int) -> float:
+        """2 sum_i slack_i |k|(x_i, x_j): the slacks' share of w.phi(x_j)'s error."""
+        if not any(self.slack):
+            return 0.0
+        return 2 * math.fsum(map(operator.mul, self.slack, self.K.magnitude(j)))
+
+    def norm_error(self, rho: float, m: int, diagonal: float = 0.0) -> float:
+        """How far a float64 ||w||^2 may lie from the exact one (``norm_error``)."""
+        return norm_error(rho, self.size, self.slack, self.K.magnitude, m, diagonal)
+
+    def step(self, lam: Any, eta: Any, z: dict[int, int], r: int, sens: StepError,
+             rho: float) -> None:
+        """w <- lam z + eta w, z = sum_i z_i phi(x_i) (z_i = +-1: ROMMA's y_j x_j, PUMMA's
+        x_pos - x_neg), ||w||^2 <- lam r + eta ||w||^2; the sizes scale with eta, the slacks
+        take eta's absolute error times the old coefficients and lam's on z's members
+        (``step_errors``, ``sens``; ``rho``: the coefficients' relative error before)."""
+        case_ii = eta != 0
+        etaf = _float(eta)
+        slack = [(etaf * s if case_ii else 0.0) + sens.eta_err * (a * (1 + rho) + s)
+                 for a, s in zip(self.size, self.slack)]
+        alpha = [eta * a for a in self.alpha] if case_ii else [self.zero] * self.T
+        size = [etaf * a for a in self.size] if case_ii else [0.0] * self.T   # |terms|
+        for i, c in z.items():
+            alpha[i] += lam * c
+            slack[i] += sens.lam_abs
+            size[i] += abs(_float(lam))
+        self.alpha, self.size, self.slack = alpha, finite(size), finite(slack)
+        self.support = sum(1 for a in alpha if a)
+        self.vv = r * lam + eta * self.vv
+        if self.num.exact:
+            self.num.check_size(alpha)
+
+
+def dual_final(w: DualWeights, rows: list[list[Fraction]], kern: Kernel) -> dict[str, Any]:
+    """``final``'s weights: {"w": the primal w} for the linear kernel, else {"alpha": ...}."""
+    return {"w": w.primal(rows)} if kern.is_linear else {"alpha": w.alpha}
+
+
+# -- the a-posteriori fragile rule (shadow runs) ----------------------------------------------
+
+class ShadowNotes:
+    """What a run records for ``sharpen_by_shadows``: ``singular``, the update tests whose
+    problem is ``near_singular``; per trial, ``thresholds`` (the margins it is tested
+    against: 0 for the mistake test, then the update test's) and ``tested`` (the update
+    test's exact left side, PUMMA's y score + xi_j; None where the trial makes none)."""
+
+    def __init__(self) -> None:
+        self.singular: list[int] = []
+        self.thresholds: list[list[Any]] = []
+        self.tested: list[Any] = []
+
+    def clear(self) -> None:
+        """Forget a run abandoned for another (``run_modes``)."""
+        self.singular, self.thresholds, self.tested = [], [], []
+
+    def trial(self, threshold: Any = None, tested: Any = None) -> None:
+        """The trial's tests: the mistake test, and the update test against ``threshold``
+        (None: no update test) with exact left side ``tested``."""
+        self.thresholds.append([0] if threshold is None else [0, threshold])
+        self.tested.append(tested)
 
 
 def near_singular(vv: Any, zz: Any, vz: Any, zz_scale: float) -> bool:
@@ -576,103 +656,124 @@ def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     return sorted(set(mistake) | set(update)) + late
 
 
+# -- ROMMA -----------------------------------------------------------------------------------
+
+def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
+          numbers: Any = "auto", record_scores: bool = False) -> Trace:
+    """Run ROMMA(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
+    rows, labels = exact_data(X, y)
+    epochs = check_epochs(epochs)
+    kern = parse_kernel(kernel)
+    p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
+    if p["numbers"] == "fraction" and not kern.is_rational:
+        raise ParamError("parameter numbers=fraction needs a rational kernel (not rbf)")
+    shadow = ShadowNotes()
+
+    def run(num: Numbers) -> tuple[Trace, float]:
+        shadow.clear()
+        return _romma_run(rows, labels, epochs, kern, p, num, True, shadow=shadow)
+
+    trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
+    trace.fragile = sharpen_by_shadows("romma", X, y, epochs, kern.spec, p, trace,
+                                       shadow.singular, shadow.thresholds)
+    if not record_scores:
+        trace.scores = None
+    return trace
+
+
 def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
                p: dict[str, Any], num: Numbers, record_scores: bool,
-               observer: Any = None, notes: dict[str, Any] | None = None
+               observer: Any = None, shadow: ShadowNotes | None = None
                ) -> tuple[Trace, float]:
-    """The run; ``notes`` receives "singular" (the update tests whose problem is
-    ``near_singular``) and "thresholds" (per trial, the margins it is tested against) for
-    ``sharpen_by_shadows``."""
-    T, n = len(rows), len(rows[0])
-    K = Rows(Gram(kern, rows), num, T)
+    """The trial loop (module docstring), with w in dual coordinates (``DualWeights``);
+    ``_RommaErrors`` is the float64 error model along it, ``shadow`` receives what
+    ``sharpen_by_shadows`` needs.  Returns the trace and the reference's own largest
+    relative error (``run_modes``)."""
+    w = DualWeights(Rows(Gram(kern, rows), num, len(rows)), num)
     threshold = num(1 - p["delta"])
-    thr_err = score_error_bound(1, float(threshold))
-    zero = num(0)
-    alpha = [zero] * T           # dual coefficients, signed, by example index
-    size = [0.0] * T             # |alpha_i| as floats, for the rounding magnitudes
-    slack = [0.0] * T            # absolute error allowances near the case boundary
-    support = 0                  # how many alpha_i are nonzero
+    errors = _RommaErrors(w, rows, kern, num, threshold)
+    record = TrialRecord(labels, epochs, record_scores)
+    shadow = ShadowNotes() if shadow is None else shadow
     last = -1                    # the example of the last update (its margin is exactly 1)
-    vv = zero                    # ||w||^2
-    model = ErrorModel(ref_unit=num.unit)
-    mistakes: list[int] = []
-    updates: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
-    singular: list[int] = []
-    thresholds: list[list[Any]] = []
-    for t in range(epochs * T):
-        j, label = t % T, labels[t % T]
-        row = K(j)
-        score = num.dot(alpha, row)
-        margin = label * score
-        thresholds.append([0] if j == last else [0, threshold])
-        if record_scores:
-            scores.append(score)
-        m = (n + 8) * kern.depth + support + 8
-        magnitude = math.fsum(map(operator.mul, size, K.magnitude(j))) if support else 0.0
-        err = model.score_error(m, magnitude)
-        if any(slack):
-            err += 2 * math.fsum(map(operator.mul, slack, K.magnitude(j)))
-        if j == last:   # margin exactly 1: only the mistake test can be close
-            if err and not abs(float(margin)) > err:    # (a NaN bound is no bound)
-                fragile.append(t)
-        elif model.fragile(margin, threshold, err, thr_err if magnitude else 0.0):
-            fragile.append(t)
-        if margin <= 0:
-            mistakes.append(t)
-        if j != last and margin < threshold:
-            zz_scale = K.magnitude(j)[j]
-            # a zero instance (linear kernel): every product with it is exactly 0 in any
-            # evaluation order, so every float64 form sees z = 0 and skips the update too
-            zero_instance = kern.is_linear and not any(rows[j])
-            if near_singular(vv, row[j], margin, zz_scale) and not zero_instance:
-                singular.append(t)
-            sens = model.step(vv, row[j], margin, 1,
-                              norm_error(model.rho, size, slack, K.magnitude, m + support),
-                              score_error_bound(m, zz_scale), err, zz_scale)
-            if sens.fragile and (not fragile or fragile[-1] != t):
-                fragile.append(t)
-            solution = solve_2norm(vv, row[j], margin, 1, num.exact)
+    for t, j, label in record.trials():
+        score = w.dot(j)                                  # w.x_j
+        margin = label * score                            # y score = v.z, z = y x_j
+        record.score(score)
+        test = None if j == last else threshold           # the last update's: no update test
+        shadow.trial(test)
+        error = errors.score_error(j)                     # of a float64 score
+        if errors.fragile(margin, error, test):
+            record.flag(t)
+        if margin <= 0:                                   # mistake iff y score <= 0
+            record.mistakes.append(t)
+        if test is not None and margin < threshold:       # update iff y score < 1 - delta
+            if errors.ill_conditioned(j, margin):
+                shadow.singular.append(t)
+            sens = errors.step(j, margin, error)
+            if sens.fragile:
+                record.flag(t)
+            solution = solve_2norm(w.vv, w.K(j)[j], margin, 1, num.exact)    # problem (2)
             if solution is not None:
-                model.lost = model.lost or sens.fragile
                 lam, eta, kappa = solution
-                case_ii = eta != 0
-                etaf = _float(eta)
-                alpha = [eta * a for a in alpha] if case_ii else [zero] * T
-                alpha[j] += lam * label
-                # absolute slack: eta's error times the old coefficients (step_errors)
-                slack = [(etaf * s if case_ii else 0.0) + sens.eta_err * (a * (1 + model.rho)
-                                                                          + s)
-                         for a, s in zip(size, slack)]
-                slack[j] += sens.lam_abs
-                size = [etaf * a for a in size] if case_ii else [0.0] * T   # |terms|
-                size[j] += abs(_float(lam))
-                size, slack = finite(size), finite(slack)
-                support = sum(1 for a in alpha if a)
-                vv = lam + eta * vv          # ||w'||^2 = lam r + eta ||v||^2, r = 1
-                model.update(case_ii, kappa, m, rho_lam=sens.rho_lam)
-                updates.append(t)
+                w.step(lam, eta, {j: label}, 1, sens, errors.model.rho)   # w = lam z + eta v
+                errors.updated(sens, eta != 0, kappa, error.m)
+                record.updates.append(t)
                 last = j
-                if num.exact:
-                    num.check_size(alpha)
                 if observer:
-                    observer({"t": t, "alpha": list(alpha), "case_ii": case_ii, "w": [
-                        num.dot(alpha, [num(r[d]) for r in rows]) for d in range(n)]})
-    final: dict[str, Any] = {}
-    if kern.is_linear:
-        final["w"] = [num.dot(alpha, [num(r[d]) for r in rows]) for d in range(n)]
-    else:
-        final["alpha"] = alpha
-    params = dict(p, numbers=num.label)
-    trace = Trace(algorithm="romma", form="reference", kernel=kern.spec, params=params,
-                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                  final=final, fragile=fragile, scores=scores if record_scores else None)
-    remember_bounds(trace, dual_bounds(model.rho, size, rows, kern.is_linear, final, slack),
-                    model.lost)
-    if notes is not None:
-        notes.update(singular=singular, thresholds=thresholds)
-    return trace, model.worst_ref
+                    observer({"t": t, "alpha": list(w.alpha), "case_ii": eta != 0,
+                              "w": w.primal(rows)})
+    final = dual_final(w, rows, kern)
+    trace = record.trace("romma", kern, dict(p, numbers=num.label), final)
+    remember_bounds(trace, dual_bounds(errors.model.rho, w.size, rows, kern.is_linear, final,
+                                       w.slack), errors.model.lost)
+    return trace, errors.model.worst_ref
+
+
+class _RommaErrors:
+    """The float64 error model along a ROMMA run (``ErrorModel`` on ``DualWeights``): each
+    score's error bound, the fragile tests, the update's sensitivity."""
+
+    def __init__(self, w: DualWeights, rows: list[list[Fraction]], kern: Kernel,
+                 num: Numbers, threshold: Any):
+        self.w, self.rows, self.kern = w, rows, kern
+        self.model = ErrorModel(ref_unit=num.unit)
+        self.threshold_error = score_error_bound(1, float(threshold))
+
+    def score_error(self, j: int) -> ScoreError:
+        """A float64 score w.x_j: its roundings m, its terms' magnitude, its error bound."""
+        w = self.w
+        m = (len(self.rows[0]) + 8) * self.kern.depth + w.support + 8
+        magnitude = w.magnitude(j)
+        return ScoreError(m, magnitude, self.model.score_error(m, magnitude)
+                          + w.slack_error(j))
+
+    def fragile(self, margin: Any, score: ScoreError, threshold: Any) -> bool:
+        """Whether a float64 form may decide the mistake test, or the update test against
+        ``threshold`` (None: none), otherwise (``ErrorModel.tests_fragile``)."""
+        return self.model.tests_fragile(margin, score.err, threshold,
+                                        self.threshold_error if score.magnitude else 0.0)
+
+    def ill_conditioned(self, j: int, margin: Any) -> bool:
+        """Whether the update's problem (2) is ``near_singular`` (not on a zero instance of
+        the linear kernel: every product with it is exactly 0 in any evaluation order, so
+        every float64 form sees z = 0 and skips the update too)."""
+        w = self.w
+        zero_instance = self.kern.is_linear and not any(self.rows[j])
+        return near_singular(w.vv, w.K(j)[j], margin, w.K.magnitude(j)[j]) and not zero_instance
+
+    def step(self, j: int, margin: Any, score: ScoreError) -> StepError:
+        """The update's sensitivity (``step_errors``) from the errors of ||v||^2, ||z||^2 and
+        v.z = the margin (the trial's score error)."""
+        w, model = self.w, self.model
+        zz_scale = w.K.magnitude(j)[j]
+        return model.step(w.vv, w.K(j)[j], margin, 1, w.norm_error(model.rho,
+                                                                   score.m + w.support),
+                          score_error_bound(score.m, zz_scale), score.err, zz_scale)
+
+    def updated(self, sens: StepError, case_ii: bool, kappa: float, m: int) -> None:
+        """After the update (``ErrorModel.update``); a near-singular one loses the state."""
+        self.model.lost = self.model.lost or sens.fragile
+        self.model.update(case_ii, kappa, m, rho_lam=sens.rho_lam)
 
 
 def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
@@ -695,13 +796,14 @@ def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """How far a float64 form's final w (or alpha) may lie from the exact one.
 
-    For a trace this process computed, the bounds the run derived: w_d = sum_i alpha_i x_id
-    with every coefficient off by at most rho |alpha_i| (ErrorModel, the final rho), then
-    T + 8 roundings: 2 rho M_d + gamma_{T+8} M_d, M_d = sum_i |alpha_i x_id|; alpha_i:
-    2 rho |alpha_i| + a rounding.  For any other trace (read from a file) the coefficients
-    behind w are unknown: rho = FALLBACK_RHO and M_d = |w_d| + ||w||_2 max_i |x_id| T.
+    For a trace the reference returned, the bounds its run derived (``trace.final_bounds``):
+    w_d = sum_i alpha_i x_id with every coefficient off by at most rho |alpha_i|
+    (ErrorModel, the final rho), then T + 8 roundings: 2 rho M_d + gamma_{T+8} M_d,
+    M_d = sum_i |alpha_i x_id|; alpha_i: 2 rho |alpha_i| + a rounding.  For any other trace
+    (read from a file) the coefficients behind w are unknown: rho = FALLBACK_RHO and
+    M_d = |w_d| + ||w||_2 max_i |x_id| T.
     """
-    known = known_bounds(trace)
+    known = trace.final_bounds
     if known is not None:
         return known
     rows = [[abs(float(v)) for v in row] for row in

@@ -39,7 +39,7 @@ from ..numbers import to_fraction
 from ..params import Param, ParamSchema
 from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, magnitude_float, within
 from ..trace import Trace
-from .common import Gram, check_epochs, exact_data, shadow_errors, sharpen
+from .common import Gram, TrialRecord, check_epochs, exact_data, shadow_errors, sharpen
 
 A_GROWTHS = ("constant", "linear")
 
@@ -459,30 +459,25 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     gram = Gram(kern, rows)
     state, one = _state_holder(rows, gram, p)
     rule = _FragileRule(gram, labels, p["pseudoinverse"])
-    mistakes: list[int] = []
-    fragile: list[int] = []
-    scores: list[Any] = []
+    record = TrialRecord(labels, epochs)
 
-    for t in range(epochs * T):
-        j = t % T
-        label = labels[j]
+    for t, j, label in record.trials():
         s, q = state.score(j)  # s = x_t^T A^{-1} v_{k-1}, q = x_t^T A^{-1} x_t
         # score_t = w_t . x_t = s / (1 + q), 1 + q > 0 (the shadow rule reads it)
-        scores.append(state.exact_score(s, q) if q is None else s / (1 + q))
+        record.score(state.exact_score(s, q) if q is None else s / (1 + q))
         if rule.flags(t, j, s, state):
-            fragile.append(t)
+            record.fragile.append(t)
         if label * s <= 0:  # mistake iff y_t score_t <= 0
-            mistakes.append(t)
+            record.mistakes.append(t)
             rule.mistake(j, label)
             state.mistake(j, label, q)  # v_k = v_{k-1} + y_t x_t, X_k = S_t
 
     final = _final_state(state, rows, labels, rule.support, kern, p, one)
-    trace = Trace(algorithm="second_order", form="reference", kernel=kern.spec, params=p,
-                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=list(mistakes),
-                  final=final, fragile=fragile, scores=scores)
-    if fragile:  # the a-posteriori rule (SPEC.md 11.3): keep what the shadows confirm
+    trace = record.trace("second_order", kern, p, final, updates=list(record.mistakes))
+    scores = trace.scores or []
+    if trace.fragile:  # the a-posteriori rule (SPEC.md 11.3): keep what the shadows confirm
         errors = shadow_errors("second_order", X, y, epochs, kern.spec, p, trace)
-        trace.fragile = sharpen(fragile, errors,
+        trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(scores)],
                                 [[0]] * len(scores))
     if not record_scores:
