@@ -86,13 +86,14 @@ def kernels() -> ModuleType:
 
 def raise_if_bad(bad: int, T: int, score: float, X: Any = None, offset: int = 0) -> None:
     """A loop's report of a score that is not finite at trial ``bad`` (-1: none), as the
-    block-ahead driver makes it: the DataError naming a NaN or infinity in dense X when X is
-    given (a loop that scores every row is the finiteness check of X), else the driver's
-    ``FloatRangeError`` for trial ``offset + bad`` (example ``bad % T``)."""
+    block-ahead driver makes it: the DataError naming a NaN or infinity in X (dense, or the
+    stored entries of CSR) when X is given (a loop that scores every row is the finiteness
+    check of X), else the driver's ``FloatRangeError`` for trial ``offset + bad`` (example
+    ``bad % T``)."""
     if bad < 0:
         return
-    if X is not None and not sp.issparse(X):
-        check_finite_rows(X)
+    if X is not None:
+        check_finite_rows(X.data if sp.issparse(X) else X)
     raise float_range_error(offset + int(bad), int(bad) % T, float(score))
 
 

@@ -1,4 +1,4 @@
-"""The Higher-Order Perceptron HO_p(c) (Brotto, Gentile, Vitale 2006) in float64.
+"""The Higher-Order Perceptron HO_p(c) (Brotto, Gentile, Vitale 2007) in float64.
 
 Three forms, as section 2 of the paper describes them, all following ``reference.
 higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-ahead driver

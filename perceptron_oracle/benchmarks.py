@@ -1,31 +1,63 @@
-"""Ratios of the fast Perceptron and p-norm Perceptron forms to their floor and their peers.
+"""Every fast form against its floor and its peers, each time measured in one run.
 
 One command, every time measured in one run on one machine (ratios survive a noisy machine
 better than times):
 
-    python -m perceptron_oracle.benchmarks                       # full size
+    python -m perceptron_oracle.benchmarks                       # full size, every case
     python -m perceptron_oracle.benchmarks --size 0.1            # a tenth of the rows
+    python -m perceptron_oracle.benchmarks --only "ho ,sop"      # cases naming either text
     python -m perceptron_oracle.benchmarks --json run.json       # also write the ratios
     python -m perceptron_oracle.benchmarks --compare tests/benchmarks/baseline.json
 
-Cases (rows x columns at ``--size 1``): Perceptron primal on dense 100,000 x 500 and on CSR
-100,000 x 20,000 (1% of entries stored), the dual with kernels poly (degree 2) and rbf on
-5,000 x 50, the p-norm Perceptron primal (p = 4) on 20,000 x 200; each at update rates near
-0.1%, 3% and 25% (label noise; the measured rate is printed).  One epoch each.
+Cases (rows x columns at ``--size 1``; one epoch each; the measured update rate is printed):
 
-Columns, in microseconds per trial (best of ``--repeat`` runs):
+- ``perceptron primal dense`` 100,000 x 500 and ``perceptron primal csr`` 100,000 x 20,000
+  (1% of the entries stored), ``perceptron dual poly2`` / ``rbf`` 5,000 x 50, and
+  ``pnorm primal p=4`` 20,000 x 200, each at update rates near 0.1%, 3% and 25% (label
+  noise);
+- noisy Gaussian data (rows scaled to about unit norm, labels of a random hyperplane, a share
+  flipped) near 23% mistakes: ``ho primal p=2`` and ``ho implicit p=2`` 20,000 x 200,
+  ``ho implicit p=4`` 4,000 x 200 (its O(n k) per trial: 20,000 rows take about a minute a
+  run), ``ho dual p=2`` 5,000 x 200 (HO_2(2/5), rho_k = c/k); ``sop primal n=100`` /
+  ``n=500`` 10,000 rows and ``sop dual n=100`` / ``n=500`` 4,000 rows (a = 1);
+- ``romma primal``, ``pumma primal p=2`` 20,000 x 100 and ``romma dual``, ``pumma dual p=2``
+  5,000 x 100, ``pumma primal p=4`` 10,000 x 100 (delta = 0; separable with margin 0.1, 2%
+  of the labels flipped: 10-13% updates on 20,000 rows, more on the shorter runs).
 
-- ``fast``: the fast form as shipped (``engine="auto"``), and ``numpy``: its block-ahead path;
-- ``floor``: one ``X @ w`` pass over the data (dense: BLAS, which may use every core; CSR:
-  scipy's sparse product); for the dual, the T x |S| kernel block ``kernel.matrix(X, X[S])``
+Columns, in microseconds per trial (best of ``--repeat`` runs; every path runs once before
+its timing, which loads numba's cache or compiles):
+
+- ``fast``: the fast form as shipped (``engine="auto"`` where the form has the keyword), and
+  ``numpy``: its block-ahead path (``engine="numpy"``);
+- ``floor``: the perceptron, p-norm, ROMMA and PUMMA primal forms: one ``X @ w`` pass over
+  the data (dense: BLAS; CSR: scipy's sparse product); ``ho primal``, ``ho implicit p=2``
+  and ``sop primal``: the bare BLAS calls one primal update needs, in place on an n x n
+  matrix, times the run's mistakes K (HO: dsymv, dsyr2, dsymv; SOP: dsymv, dsyr, dsymv; so
+  fast/floor is the time per mistake over the BLAS calls per mistake); ``ho implicit p=4``:
+  the BLAS calls of one update of B kept explicitly (dgemv B x, dger, dgemv B v, dgemv
+  B^T g), times K; every dual form: the T x |S| kernel block ``kernel.matrix(X, X[S])``
   against the run's final support set S;
 - ``sklearn``: scikit-learn's ``Perceptron`` for one epoch with eta0=1, no shuffling, no
   penalty, no intercept (the form's C = 0): it updates on y score <= 0 as the Perceptron
-  here does (its ``predict`` differs at a zero score, which does not enter training);
-  primal forms only;
-- ``np loop``: a per-trial numpy loop a user would write (one dot product, or one kernel row
-  against the support set, per trial); ``numba loop``: the same loop compiled by numba with a
-  plain scalar dot product.  Every peer's mistakes are checked against the fast form's.
+  here does; Perceptron primal forms only;
+- ``np loop``: the algorithm as a per-trial numpy loop a user would write (one dot product
+  per trial; at a mistake the update in numpy: HO's A_k in the primal representation, B_k
+  explicitly for p = 4, SOP's inverse by Sherman-Morrison, ROMMA/PUMMA's closed forms; the
+  kernel Perceptron's loop takes one kernel row against the support set per trial; the
+  duals of HO, SOP, ROMMA and PUMMA, run with the linear kernel, are compared with the same
+  primal loop; PUMMA p = 4's loop scores one trial at a time and solves each update with
+  the fast form's own solver); ``numba loop``: the plain loop compiled by numba with scalar
+  dot products (Perceptron, p-norm, ROMMA, PUMMA p = 2); ``ho primal``: the fast HO primal
+  form on the same data (HO's implicit and dual rows).  Every peer's mistakes (ROMMA/PUMMA:
+  updates) are checked against the fast form's: a difference stops the run.
+- ``peak MiB``: the dual forms' tracemalloc peak during one run (shipped engine / numpy
+  engine), beside the kernel cache cap ``kernels.KERNEL_CACHE_BYTES`` printed in the header.
+  Numba's own allocations are not traced (the compiled loops allocate their arrays in numpy
+  before the call).
+
+Threads: the whole run holds every BLAS library loaded (numpy's, scipy's) to ``--threads``
+threads through threadpoolctl (default 1: the loops and numba use one core, and a second
+BLAS thread competes with them on a shared machine); the header prints what was set.
 
 Ratios: fast/floor and fast/peer (lower is faster).  ``--compare BASELINE`` fails (exit 1)
 when a ratio is worse than the baseline's by more than ``--margin`` (default 1.5: machines are
@@ -36,10 +68,13 @@ scikit-learn for the peer columns (a missing one is printed as "-").
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -47,6 +82,8 @@ import scipy.sparse as sp
 
 RATES = {"0.1%": 0.0, "3%": 0.013, "25%": 0.14}  # label-noise rates giving those update rates
 DEFAULT_MARGIN = 1.5
+HO_C = 0.4          # HO_2(c) with rho_k = c / k, the fast forms' default
+WARM_ROWS = 2000    # paths other than the shipped one are warmed up on this many rows
 
 
 # -- data -------------------------------------------------------------------------------------
@@ -82,7 +119,15 @@ def csr_data(T: int, n: int, density: float, noise: float, seed: int = 13
     return X, y
 
 
-# -- peers ------------------------------------------------------------------------------------
+def noisy_data(T: int, n: int, flip: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian rows scaled by 1/sqrt(n), labels of a random hyperplane, a share flipped."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, n)) / np.sqrt(n)
+    y = np.where(X @ rng.normal(size=n) >= 0, 1, -1)
+    return X, np.where(rng.random(T) < flip, -y, y)
+
+
+# -- numpy loops (peers) ----------------------------------------------------------------------
 def numpy_loop(X: Any, y: np.ndarray) -> list[int]:
     """The Perceptron as a per-trial numpy loop (dense or CSR rows)."""
     w = np.zeros(X.shape[1])
@@ -126,96 +171,277 @@ def numpy_pnorm_loop(X: np.ndarray, y: np.ndarray, p: float) -> list[int]:
     return mistakes
 
 
+def numpy_ho_loop(X: np.ndarray, y: np.ndarray, p: float = 2.0, c: float = HO_C) -> list[int]:
+    """HO_p(c), rho_k = c/k: p = 2 keeps A_k = B_k^T B_k (A -= rho (a x^T + x a^T) -
+    rho^2 (x.a) x x^T, a = A x); p > 2 keeps B_k (B -= rho (B x) g(x)^T) and
+    w = B^T g(B v)."""
+    from .fast.higher_order import pnorm_gradient
+    n = X.shape[1]
+    M, v, w = np.eye(n), np.zeros(n), np.zeros(n)
+    mistakes: list[int] = []
+    for t in range(X.shape[0]):
+        x = X[t]
+        if y[t] * (x @ w) <= 0:
+            mistakes.append(t)
+            rho = c / len(mistakes)
+            v += y[t] * x
+            if p == 2.0:
+                a = M @ x
+                M -= rho * (np.outer(a, x) + np.outer(x, a)) - rho * rho * (x @ a) * np.outer(x, x)
+                w = M @ v
+            else:
+                M -= rho * np.outer(M @ x, pnorm_gradient(x, p))
+                w = M.T @ pnorm_gradient(M @ v, p)
+    return mistakes
+
+
+def numpy_sop_loop(X: np.ndarray, y: np.ndarray, a: float = 1.0) -> list[int]:
+    """SOP: M = (a I + S S^T)^{-1} by Sherman-Morrison, u = M v, decision sign(x.u)."""
+    n = X.shape[1]
+    M, v, u = np.eye(n) / a, np.zeros(n), np.zeros(n)
+    mistakes = []
+    for t in range(X.shape[0]):
+        x = X[t]
+        if y[t] * (x @ u) <= 0:
+            mistakes.append(t)
+            z = M @ x
+            M -= np.outer(z, z) / (1.0 + x @ z)
+            v += y[t] * x
+            u = M @ v
+    return mistakes
+
+
+def _romma_step(c: float, zz: float, vz: float, vv: float, resid: float
+                ) -> tuple[float, float]:
+    """(lambda, eta) of ROMMA's closed forms (15)/(19): w' = lambda z + eta w."""
+    if vv == 0 or c * vz >= zz * vv:
+        return c / zz, 0.0
+    D = zz * resid
+    return vv * (c - vz) / D, (zz * vv - c * vz) / D
+
+
+def numpy_romma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[int]:
+    """ROMMA(delta) per trial: update iff y w.x < 1 - delta (not twice in a row on one
+    example); D = ||z||^2 ||w - (w.z/||z||^2) z||^2."""
+    w = np.zeros(X.shape[1])
+    updates, last = [], -1
+    for t in range(X.shape[0]):
+        vz = y[t] * (X[t] @ w)
+        if vz >= 1 - delta or t == last:
+            continue
+        z = y[t] * X[t]
+        zz, vv = float(z @ z), float(w @ w)
+        d = w - (vz / zz) * z
+        lam, eta = _romma_step(1.0, zz, vz, vv, float(d @ d))
+        w = lam * z + eta * w
+        updates.append(t)
+        last = t
+    return updates
+
+
+def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[int]:
+    """PUMMA_2(delta), hard margin: start-up from a first positive and negative example,
+    then z = x_pos - x_neg, the closed forms with c = 2 and the bias (20)."""
+    w = np.zeros(X.shape[1])
+    b, pos, neg = -1.0, -1, -1
+    updates = []
+    for t in range(X.shape[0]):
+        if pos < 0 or neg < 0:
+            if (y[t] > 0 and pos < 0) or (y[t] < 0 and neg < 0):
+                pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+                b = 1.0 if neg < 0 else -1.0
+                if pos >= 0 and neg >= 0:
+                    z = X[pos] - X[neg]
+                    w = 2.0 * z / (z @ z)
+                    b = -0.5 * (w @ X[pos] + w @ X[neg])
+                updates.append(t)
+            continue
+        if t in (pos, neg) or y[t] * (X[t] @ w + b) >= 1 - delta:
+            continue
+        pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+        z = X[pos] - X[neg]
+        zz, vz, vv = float(z @ z), float(w @ z), float(w @ w)
+        lam, eta = _romma_step(2.0, zz, vz, vv, float(vv - vz * vz / zz))
+        w = lam * z + eta * w
+        b = -0.5 * (w @ X[pos] + w @ X[neg])
+        updates.append(t)
+    return updates
+
+
+def pumma_trial_loop(X: np.ndarray, y: np.ndarray, p: float, delta: float = 0.0
+                     ) -> list[int]:
+    """PUMMA_p one trial at a time (no block-ahead): the score w.x + b of each trial, and at
+    an update the fast form's own solver (``fast.pumma``)."""
+    from .fast import pumma
+    model, _, X, y, _ = pumma.setup("primal", X, y, 1, "linear", dict(p=p, delta=delta))
+    updates = []
+    for t in range(X.shape[0]):
+        margin = y[t:t + 1] * model.scores(t, t + 1)
+        if model.updates_at(t, t + 1, margin)[0]:
+            model.update(t)
+            updates.append(t)
+    return updates
+
+
+# -- numba loops (peers) ----------------------------------------------------------------------
+# Plain Python here, compiled by numba.njit (cache=True) at the first numba_loops() call.
+def _nb_dense(X: Any, y: Any, flags: Any) -> None:
+    w = np.zeros(X.shape[1])
+    for t in range(X.shape[0]):
+        s = 0.0
+        for i in range(X.shape[1]):
+            s += X[t, i] * w[i]
+        if y[t] * s <= 0:
+            flags[t] = 1
+            for i in range(X.shape[1]):
+                w[i] += y[t] * X[t, i]
+
+
+def _nb_csr(ptr: Any, idx: Any, val: Any, n: int, y: Any, flags: Any) -> None:
+    w = np.zeros(n)
+    for t in range(y.shape[0]):
+        s = 0.0
+        for k in range(ptr[t], ptr[t + 1]):
+            s += val[k] * w[idx[k]]
+        if y[t] * s <= 0:
+            flags[t] = 1
+            for k in range(ptr[t], ptr[t + 1]):
+                w[idx[k]] += y[t] * val[k]
+
+
+def _nb_kernel_dual(X: Any, rbf: bool, gamma: float, y: Any, flags: Any) -> None:
+    support = np.zeros(X.shape[0], dtype=np.int64)
+    S = 0
+    for t in range(X.shape[0]):
+        score = 0.0
+        for s in range(S):
+            i = support[s]
+            d = 0.0
+            for f in range(X.shape[1]):
+                d += (X[i, f] - X[t, f]) ** 2 if rbf else X[i, f] * X[t, f]
+            score += y[i] * (np.exp(-gamma * d) if rbf else (gamma * d + 1.0) ** 2)
+        if y[t] * score <= 0:
+            flags[t] = 1
+            support[S] = t
+            S += 1
+
+
+def _nb_pnorm(X: Any, p: float, y: Any, flags: Any) -> None:
+    n = X.shape[1]
+    v, w = np.zeros(n), np.zeros(n)
+    for t in range(X.shape[0]):
+        s = 0.0
+        for i in range(n):
+            s += X[t, i] * w[i]
+        if y[t] * s <= 0:
+            flags[t] = 1
+            norm = 0.0
+            for i in range(n):
+                v[i] += y[t] * X[t, i]
+                norm += abs(v[i]) ** p
+            norm = norm ** ((p - 2.0) / p)
+            for i in range(n):
+                w[i] = np.sign(v[i]) * abs(v[i]) ** (p - 1.0) / norm
+
+
+def _nb_romma(X: Any, threshold: float, y: Any, flags: Any) -> None:
+    n = X.shape[1]
+    w = np.zeros(n)
+    last = -1
+    for t in range(X.shape[0]):
+        vz = 0.0
+        for i in range(n):
+            vz += X[t, i] * w[i]
+        vz *= y[t]
+        if vz >= threshold or t == last:
+            continue
+        zz, vv, res = 0.0, 0.0, 0.0
+        for i in range(n):
+            zz += X[t, i] * X[t, i]
+            vv += w[i] * w[i]
+        lam, eta = 1.0 / zz, 0.0
+        if vv != 0 and vz < zz * vv:
+            for i in range(n):
+                res += (w[i] - vz / zz * y[t] * X[t, i]) ** 2
+            lam, eta = vv * (1 - vz) / (zz * res), (zz * vv - vz) / (zz * res)
+        for i in range(n):
+            w[i] = eta * w[i] + lam * y[t] * X[t, i]
+        flags[t] = 1
+        last = t
+
+
+def _nb_pumma(X: Any, threshold: float, y: Any, flags: Any) -> None:
+    n = X.shape[1]
+    w, z = np.zeros(n), np.zeros(n)
+    b, pos, neg = -1.0, -1, -1
+    for t in range(X.shape[0]):
+        if pos < 0 or neg < 0:
+            if (y[t] > 0 and pos < 0) or (y[t] < 0 and neg < 0):
+                flags[t] = 1
+                pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+                b = 1.0 if neg < 0 else -1.0
+                if pos < 0 or neg < 0:
+                    continue
+            else:
+                continue
+        else:
+            s = b
+            for i in range(n):
+                s += X[t, i] * w[i]
+            if t == pos or t == neg or y[t] * s >= threshold:
+                continue
+            flags[t] = 1
+            pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+        zz, vz, vv = 0.0, 0.0, 0.0
+        for i in range(n):
+            z[i] = X[pos, i] - X[neg, i]
+            zz += z[i] * z[i]
+            vz += w[i] * z[i]
+            vv += w[i] * w[i]
+        lam, eta = 2.0 / zz, 0.0
+        if vv != 0 and 2.0 * vz < zz * vv:
+            D = zz * (vv - vz * vz / zz)
+            lam, eta = vv * (2.0 - vz) / D, (zz * vv - 2.0 * vz) / D
+        b = 0.0
+        for i in range(n):
+            w[i] = lam * z[i] + eta * w[i]
+            b -= 0.5 * w[i] * (X[pos, i] + X[neg, i])
+
+
 _NUMBA: dict[str, Callable[..., Any]] = {}
 
 
 def numba_loops() -> dict[str, Callable[..., Any]]:
-    """Plain numba loops (a scalar dot product per trial); empty without numba."""
+    """The plain numba loops by name, each returning the trials it flagged (mistakes, or
+    updates for ROMMA/PUMMA); empty without numba."""
     if _NUMBA:
         return _NUMBA
     try:
         import numba
     except ImportError:
         return _NUMBA
+    def compiled(fn: Callable[..., Any]) -> Any:
+        try:
+            return numba.njit(cache=True, error_model="numpy")(fn)
+        except RuntimeError:  # no writable cache location: compile in this process only
+            return numba.njit(error_model="numpy")(fn)
+    jit = {name: compiled(fn) for name, fn in (
+        ("dense", _nb_dense), ("csr", _nb_csr), ("dual", _nb_kernel_dual),
+        ("pnorm", _nb_pnorm), ("romma", _nb_romma), ("pumma", _nb_pumma))}
 
-    @numba.njit(cache=False)
-    def dense(X: Any, y: Any, flags: Any) -> None:
-        w = np.zeros(X.shape[1])
-        for t in range(X.shape[0]):
-            s = 0.0
-            for i in range(X.shape[1]):
-                s += X[t, i] * w[i]
-            if y[t] * s <= 0:
-                flags[t] = 1
-                for i in range(X.shape[1]):
-                    w[i] += y[t] * X[t, i]
-
-    @numba.njit(cache=False)
-    def csr(ptr: Any, idx: Any, val: Any, n: int, y: Any, flags: Any) -> None:
-        w = np.zeros(n)
-        for t in range(y.shape[0]):
-            s = 0.0
-            for k in range(ptr[t], ptr[t + 1]):
-                s += val[k] * w[idx[k]]
-            if y[t] * s <= 0:
-                flags[t] = 1
-                for k in range(ptr[t], ptr[t + 1]):
-                    w[idx[k]] += y[t] * val[k]
-
-    @numba.njit(cache=False)
-    def kernel_dual(X: Any, rbf: bool, gamma: float, y: Any, flags: Any) -> None:
-        support = np.zeros(X.shape[0], dtype=np.int64)
-        S = 0
-        for t in range(X.shape[0]):
-            score = 0.0
-            for s in range(S):
-                i = support[s]
-                if rbf:
-                    d = 0.0
-                    for f in range(X.shape[1]):
-                        d += (X[i, f] - X[t, f]) ** 2
-                    score += y[i] * np.exp(-gamma * d)
-                else:
-                    d = 0.0
-                    for f in range(X.shape[1]):
-                        d += X[i, f] * X[t, f]
-                    score += y[i] * (gamma * d + 1.0) ** 2
-            if y[t] * score <= 0:
-                flags[t] = 1
-                support[S] = t
-                S += 1
-
-    @numba.njit(cache=False)
-    def pnorm(X: Any, p: float, y: Any, flags: Any) -> None:
-        n = X.shape[1]
-        v, w = np.zeros(n), np.zeros(n)
-        for t in range(X.shape[0]):
-            s = 0.0
-            for i in range(n):
-                s += X[t, i] * w[i]
-            if y[t] * s <= 0:
-                flags[t] = 1
-                for i in range(n):
-                    v[i] += y[t] * X[t, i]
-                norm = 0.0
-                for i in range(n):
-                    norm += abs(v[i]) ** p
-                norm = norm ** ((p - 2.0) / p)
-                for i in range(n):
-                    w[i] = np.sign(v[i]) * abs(v[i]) ** (p - 1.0) / norm
-
-    def flagged(fn: Callable[..., Any], args: tuple[Any, ...], y: np.ndarray) -> list[int]:
+    def flagged(name: str, y: np.ndarray, *args: Any) -> list[int]:
         flags = np.zeros(len(y), dtype=np.uint8)
-        fn(*args, y.astype(np.float64), flags)
+        jit[name](*args, y.astype(np.float64), flags)
         out: list[int] = np.flatnonzero(flags).tolist()
         return out
 
     _NUMBA.update(
-        dense=lambda X, y: flagged(dense, (X,), y),
-        csr=lambda X, y: flagged(csr, (X.indptr, X.indices, X.data, X.shape[1]), y),
-        dual=lambda X, y, kern: flagged(kernel_dual, (X, kern.name == "rbf",
-                                                      float(kern.gamma)), y),
-        pnorm=lambda X, y, p: flagged(pnorm, (X, p), y),
+        dense=lambda X, y: flagged("dense", y, X),
+        csr=lambda X, y: flagged("csr", y, X.indptr, X.indices, X.data, X.shape[1]),
+        dual=lambda X, y, kern: flagged("dual", y, X, kern.name == "rbf", float(kern.gamma)),
+        pnorm=lambda X, y, p: flagged("pnorm", y, X, p),
+        romma=lambda X, y, delta: flagged("romma", y, X, 1.0 - delta),
+        pumma=lambda X, y, delta: flagged("pumma", y, X, 1.0 - delta),
     )
     return _NUMBA
 
@@ -237,6 +463,198 @@ def sklearn_perceptron(X: Any, y: np.ndarray) -> Callable[[], Any] | None:
     return fit
 
 
+# -- floors -----------------------------------------------------------------------------------
+def blas_update_floor(X: np.ndarray, updates: int, kind: str) -> None:
+    """The bare BLAS calls of ``updates`` primal updates on an n x n matrix in place
+    (scipy.linalg.blas): "ho" dsymv, dsyr2, dsymv; "sop" dsymv, dsyr, dsymv; "ho-b" (B
+    explicit) dgemv B x, dger, dgemv B v, dgemv B^T g."""
+    from scipy.linalg import blas
+    n = X.shape[1]
+    M = np.asfortranarray(np.eye(n))
+    v = X[0].copy()
+    for i in range(updates):
+        x = X[i % X.shape[0]]
+        if kind == "ho-b":
+            a = blas.dgemv(1.0, M, x)
+            blas.dger(-1e-3, a, x, a=M, overwrite_a=1)
+            blas.dgemv(1.0, M, blas.dgemv(1.0, M, v), trans=1)
+            continue
+        z = blas.dsymv(1.0, M, x)
+        if kind == "ho":
+            blas.dsyr2(-1e-3, x, z, a=M, overwrite_a=1)
+        else:
+            blas.dsyr(-1.0 / (1.0 + float(x @ z)), z, a=M, overwrite_a=1)
+        blas.dsymv(1.0, M, v)
+
+
+def kernel_block_floor(X: Any, kern: Any, trace: Any) -> Callable[[], Any]:
+    """The T x |S| kernel block against the run's final support set."""
+    support = sorted({u % X.shape[0] for u in trace.updates})
+    return lambda: kern.matrix(X, X[support])
+
+
+def matvec_floor(X: Any) -> Callable[[], Any]:
+    """One X @ w pass over the data."""
+    w = np.ones(X.shape[1])
+    return lambda: X @ w
+
+
+# -- cases ------------------------------------------------------------------------------------
+Maker = Callable[[], tuple[Any, ...]]
+
+
+def cases(size: float) -> list[tuple[str, str, Maker]]:
+    """(case name, rate, data maker); data are (X, y[, kernel or p])."""
+    from .kernels import parse_kernel
+
+    def rows(T: int) -> int:
+        return max(300, int(T * size))
+
+    out: list[tuple[str, str, Maker]] = []
+    for rate, noise in RATES.items():
+        out.append(("perceptron primal dense", rate, lambda noise=noise: dense_data(  # type: ignore[misc]
+            rows(100_000), 500, noise)))
+        out.append(("perceptron primal csr", rate, lambda noise=noise: csr_data(  # type: ignore[misc]
+            rows(100_000), 20_000, 0.01, noise)))
+        for spec, name in (("poly:degree=2,coef0=1,gamma=1", "perceptron dual poly2"),
+                           ("rbf:gamma=1", "perceptron dual rbf")):
+            out.append((name, rate, lambda noise=noise, spec=spec: (  # type: ignore[misc]
+                *dense_data(rows(5_000), 50, noise * 0.6, margin=0.1, seed=21),
+                parse_kernel(spec))))
+        out.append(("pnorm primal p=4", rate, lambda noise=noise: (  # type: ignore[misc]
+            *dense_data(rows(20_000), 200, noise, seed=31), 4.0)))
+    for name, T, n, p in (("ho primal p=2", 20_000, 200, 2.0),
+                          ("ho implicit p=2", 20_000, 200, 2.0),
+                          ("ho implicit p=4", 4_000, 200, 4.0),
+                          ("ho dual p=2", 5_000, 200, 2.0)):
+        out.append((name, "23%", lambda T=T, n=n, p=p: (  # type: ignore[misc]
+            *noisy_data(rows(T), n, 0.08), p)))
+    for name, T, n in (("sop primal n=100", 10_000, 100), ("sop primal n=500", 10_000, 500),
+                       ("sop dual n=100", 4_000, 100), ("sop dual n=500", 4_000, 500)):
+        out.append((name, "24%", lambda T=T, n=n: noisy_data(rows(T), n, 0.08)))  # type: ignore[misc]
+    for name, T, rate, noise, p in (
+            ("romma primal", 20_000, "10%", 0.02, 2.0),
+            ("pumma primal p=2", 20_000, "13%", 0.02, 2.0),
+            ("romma dual", 5_000, "10%", 0.02, 2.0),
+            ("pumma dual p=2", 5_000, "13%", 0.02, 2.0),
+            ("pumma primal p=4", 10_000, "16%", 0.02, 4.0)):
+        out.append((name, rate, lambda T=T, noise=noise, p=p: (  # type: ignore[misc]
+            *dense_data(rows(T), 100, noise, margin=0.1, seed=41), p)))
+    return out
+
+
+# -- what each case measures ------------------------------------------------------------------
+class Plan:
+    """One case's runs: ``run(engine, X, y)`` the fast form (a Trace), ``engines`` the
+    extra engines timed beside the shipped one, ``floor(trace)`` the floor's callable,
+    ``peers`` name -> fn(X, y) returning mistakes (``key`` "mistakes") or updates."""
+
+    def __init__(self, run: Callable[[str, Any, Any], Any], engines: tuple[str, ...],
+                 floor: Callable[[Any], Callable[[], Any]],
+                 peers: dict[str, Callable[[Any, Any], Any]], key: str = "mistakes",
+                 dual: bool = False):
+        self.run, self.engines, self.floor, self.peers = run, engines, floor, peers
+        self.key, self.dual = key, dual
+
+
+def _with_engine(fn: Callable[..., Any], **kw: Any) -> tuple[Callable[[str, Any, Any], Any],
+                                                                tuple[str, ...]]:
+    """The form with its keywords, and ("numpy",) when it takes ``engine``."""
+    if "engine" in inspect.signature(fn).parameters:
+        return (lambda engine, X, y: fn(X, y, engine=engine, **kw)), ("numpy",)
+    return (lambda engine, X, y: fn(X, y, **kw)), ()
+
+
+def _perceptron_plan(name: str, data: tuple[Any, ...]) -> Plan:
+    from .fast import perceptron as fp
+    from .fast import pnorm_perceptron as pn
+    X, loops = data[0], numba_loops()
+    peers: dict[str, Callable[[Any, Any], Any]] = {}
+    if "dual" in name:
+        kern = data[2]
+        run, engines = _with_engine(fp.dual, kernel=kern)
+        peers["np loop"] = lambda X, y: numpy_dual_loop(X, y, kern)
+        if loops:
+            peers["numba loop"] = lambda X, y: loops["dual"](X, y, kern)
+        return Plan(run, engines, lambda tr: kernel_block_floor(X, kern, tr), peers, dual=True)
+    if name.startswith("pnorm"):
+        p = data[2]
+        run, engines = _with_engine(pn.primal, p=p)
+        peers["np loop"] = lambda X, y: numpy_pnorm_loop(X, y, p)
+        if loops:
+            peers["numba loop"] = lambda X, y: loops["pnorm"](X, y, p)
+        return Plan(run, engines, lambda tr: matvec_floor(X), peers)
+    run, engines = _with_engine(fp.primal)
+    peers["np loop"] = numpy_loop
+    if loops:
+        peers["numba loop"] = loops["csr"] if sp.issparse(X) else loops["dense"]
+    if sklearn_perceptron(X[:2], np.array([1, -1])) is not None:
+        peers["sklearn"] = lambda X, y: sklearn_perceptron(X, y)()  # type: ignore[misc]
+    return Plan(run, engines, lambda tr: matvec_floor(X), peers)
+
+
+def _blas_floor(X: np.ndarray, kind: str, key: str = "mistakes"
+                ) -> Callable[[Any], Callable[[], Any]]:
+    return lambda tr: lambda: blas_update_floor(X, len(getattr(tr, key)), kind)
+
+
+def _ho_sop_plan(name: str, data: tuple[Any, ...]) -> Plan:
+    from .fast import higher_order as ho
+    from .fast import second_order as sop
+    X = data[0]
+    if name.startswith("sop"):
+        run, engines = _with_engine(sop.primal if "primal" in name else sop.dual)
+        floor = (_blas_floor(X, "sop") if "primal" in name
+                 else (lambda tr: kernel_block_floor(X, _linear(), tr)))
+        return Plan(run, engines, floor, {"np loop": numpy_sop_loop}, dual="dual" in name)
+    p = data[2]
+    forms: dict[str, Callable[..., Any]] = {"primal": ho.primal, "implicit": ho.implicit,
+                                            "dual": ho.dual}
+    run, engines = _with_engine(forms[name.split()[1]], p=p)
+    peers: dict[str, Callable[[Any, Any], Any]] = {
+        "np loop": lambda X, y: numpy_ho_loop(X, y, p)}
+    if p == 2.0 and "primal" not in name:
+        peers["ho primal"] = lambda X, y: ho.primal(X, y).mistakes
+    if "dual" in name:
+        floor = lambda tr: kernel_block_floor(X, _linear(), tr)  # noqa: E731
+    else:
+        floor = _blas_floor(X, "ho" if p == 2.0 else "ho-b")
+    return Plan(run, engines, floor, peers, dual="dual" in name)
+
+
+def _linear() -> Any:
+    from .kernels import parse_kernel
+    return parse_kernel("linear")
+
+
+def _margin_plan(name: str, data: tuple[Any, ...]) -> Plan:
+    from .fast import pumma, romma
+    X, p = data[0], data[2]
+    loops = numba_loops()
+    family = name.split()[0]
+    form = getattr(romma if family == "romma" else pumma, name.split()[1])
+    run, engines = _with_engine(form, **({} if family == "romma" else {"p": p}))
+    peers: dict[str, Callable[[Any, Any], Any]] = {}
+    if p != 2.0:
+        peers["np loop"] = lambda X, y: pumma_trial_loop(X, y, p)
+    else:
+        peers["np loop"] = numpy_romma_loop if family == "romma" else numpy_pumma_loop
+        if loops and "primal" in name:
+            peers["numba loop"] = lambda X, y: loops[family](X, y, 0.0)
+    floor = ((lambda tr: kernel_block_floor(X, _linear(), tr)) if "dual" in name
+             else (lambda tr: matvec_floor(X)))
+    return Plan(run, engines, floor, peers, key="updates", dual="dual" in name)
+
+
+def plan_for(name: str, data: tuple[Any, ...]) -> Plan:
+    family = name.split()[0]
+    if family in ("perceptron", "pnorm"):
+        return _perceptron_plan(name, data)
+    if family in ("ho", "sop"):
+        return _ho_sop_plan(name, data)
+    return _margin_plan(name, data)
+
+
 # -- measuring --------------------------------------------------------------------------------
 def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     best, out = np.inf, None
@@ -247,97 +665,79 @@ def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
     return best, out
 
 
-def cases(size: float) -> list[tuple[str, str, Callable[[], tuple[Any, ...]]]]:
-    """(case name, rate, data maker); data are (X, y[, kernel or p])."""
-    from .kernels import parse_kernel
+def peak_mib(fn: Callable[[], Any]) -> float:
+    """tracemalloc's peak (MiB) during one call."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
 
-    def rows(T: int) -> int:
-        return max(500, int(T * size))
 
-    out: list[tuple[str, str, Callable[[], tuple[Any, ...]]]] = []
-    for rate, noise in RATES.items():
-        out.append(("primal dense", rate, lambda noise=noise: dense_data(rows(100_000), 500,  # type: ignore[misc]
-                                                                          noise)))
-        out.append(("primal csr", rate, lambda noise=noise: csr_data(  # type: ignore[misc]
-            rows(100_000), 20_000, 0.01, noise)))
-        for spec, name in (("poly:degree=2,coef0=1,gamma=1", "dual poly2"),
-                           ("rbf:gamma=1", "dual rbf")):
-            out.append((name, rate, lambda noise=noise, spec=spec: (  # type: ignore[misc]
-                *dense_data(rows(5_000), 50, noise * 0.6, margin=0.1, seed=21),
-                parse_kernel(spec))))
-        out.append(("pnorm p=4", rate, lambda noise=noise: (  # type: ignore[misc]
-            *dense_data(rows(20_000), 200, noise, seed=31), 4.0)))
-    return out
+def _check(name: str, peer: str, out: Any, trace: Any, key: str) -> None:
+    """A peer must make the fast form's mistakes (scikit-learn: end with its weights)."""
+    if isinstance(out, list):
+        assert out == getattr(trace, key), f"{name}: {peer} makes other {key}"
+    else:
+        assert np.allclose(out.coef_.ravel(), trace.final["w"], rtol=1e-9, atol=1e-9), \
+            f"{name}: {peer} ends with other weights"
+
+
+def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
+                ) -> tuple[dict[str, float], Any]:
+    """Times (seconds) of the shipped form, its other engines, the floor and the peers,
+    each path warmed up first; the shipped form's trace."""
+    warm = min(WARM_ROWS, X.shape[0])
+    for engine in plan.engines:
+        plan.run(engine, X[:warm], y[:warm])
+    plan.run("auto", X, y)  # the shipped path on the full data (numba's cache loads here)
+    times: dict[str, float] = {}
+    times["fast"], trace = best_time(lambda: plan.run("auto", X, y), repeat)
+    for engine in plan.engines:
+        times[engine], other = best_time(lambda e=engine: plan.run(e, X, y),  # type: ignore[misc]
+                                         max(1, repeat - 1))
+        assert getattr(other, plan.key) == getattr(trace, plan.key), \
+            f"{name}: engine {engine} differs"
+    floor = plan.floor(trace)
+    floor()
+    times["floor"], _ = best_time(floor, repeat + 2)
+    for peer, fn in plan.peers.items():
+        fn(X[:warm], y[:warm])  # compile / load numba's cache outside the timings
+        times[peer], out = best_time(lambda fn=fn: fn(X, y),  # type: ignore[misc]
+                                     1 if peer == "np loop" else repeat)
+        _check(name, peer, out, trace, plan.key)
+    return times, trace
 
 
 def measure(name: str, data: tuple[Any, ...], repeat: int) -> dict[str, Any]:
-    """Times (us per trial) and ratios of one case; raises AssertionError on a peer whose
-    mistakes differ from the fast form's."""
-    from .fast import perceptron as fp
-    from .fast import pnorm_perceptron as pn
-
+    """Times (us per trial), ratios and, for a dual form, peak memory of one case; raises
+    AssertionError on an engine or a peer whose mistakes differ from the fast form's."""
     X, y = data[0], data[1]
     T = X.shape[0]
-    loops = numba_loops()
-    times: dict[str, float] = {}
-    peers: dict[str, Callable[[], Any]] = {}
-    if name.startswith("primal"):
-        def fast(engine: str = "auto") -> Any:
-            return fp.primal(X, y, engine=engine)
-        w = np.ones(X.shape[1])
-        floor: Callable[[], Any] = lambda: X @ w  # noqa: E731
-        peers["np loop"] = lambda: numpy_loop(X, y)
-        if loops:
-            peers["numba loop"] = (lambda: loops["csr"](X, y)) if sp.issparse(X) else (
-                lambda: loops["dense"](X, y))
-        fit = sklearn_perceptron(X, y)
-        if fit is not None:
-            peers["sklearn"] = fit
-    elif name.startswith("dual"):
-        kern = data[2]
-
-        def fast(engine: str = "auto") -> Any:
-            return fp.dual(X, y, kernel=kern, engine=engine)
-        support = sorted(set(fast().updates))
-        floor = lambda: kern.matrix(X, X[support])  # noqa: E731
-        peers["np loop"] = lambda: numpy_dual_loop(X, y, kern)
-        if loops:
-            peers["numba loop"] = lambda: loops["dual"](X, y, kern)
-    else:
-        p = data[2]
-
-        def fast(engine: str = "auto") -> Any:
-            return pn.primal(X, y, p=p, engine=engine)
-        w = np.ones(X.shape[1])
-        floor = lambda: X @ w  # noqa: E731
-        peers["np loop"] = lambda: numpy_pnorm_loop(X, y, p)
-        if loops:
-            peers["numba loop"] = lambda: loops["pnorm"](X, y, p)
-    fast()  # compile outside the timings
-    times["fast"], trace = best_time(fast, repeat)
-    times["numpy"], numpy_trace = best_time(lambda: fast("numpy"), max(1, repeat - 1))
-    assert numpy_trace.mistakes == trace.mistakes, f"{name}: numpy engine differs"
-    times["floor"], _ = best_time(floor, repeat + 2)
-    for peer, fn in peers.items():
-        fn()  # compile (numba) outside the timings
-        times[peer], out = best_time(fn, 1 if peer == "np loop" else repeat)
-        if isinstance(out, list):
-            assert out == trace.mistakes, f"{name}: {peer} makes other mistakes"
-        else:  # scikit-learn reports no mistakes: its weights must be the fast form's
-            assert np.allclose(out.coef_.ravel(), trace.final["w"], rtol=1e-9, atol=1e-9), \
-                f"{name}: {peer} ends with other weights"
+    plan = plan_for(name, data)
+    times, trace = _time_paths(name, plan, X, y, repeat)
     ratios = {"fast/floor": times["fast"] / times["floor"]}
-    for peer in ("numpy", *peers):
-        ratios[f"fast/{peer}"] = times["fast"] / times[peer]
-    return {"rows": T, "update_rate": len(trace.updates) / T,
-            "us_per_trial": {k: v / T * 1e6 for k, v in times.items()}, "ratios": ratios}
+    for other in times:
+        if other not in ("fast", "floor"):
+            ratios[f"fast/{other}"] = times["fast"] / times[other]
+    row: dict[str, Any] = {
+        "rows": T, "columns": X.shape[1], "update_rate": len(trace.updates) / T,
+        "us_per_trial": {k: v / T * 1e6 for k, v in times.items()}, "ratios": ratios}
+    if plan.dual:
+        row["peak_mib"] = {engine: peak_mib(lambda e=engine: plan.run(e, X, y))  # type: ignore[misc]
+                           for engine in ("auto", *plan.engines)}
+    return row
 
 
 def run_all(size: float = 1.0, repeat: int = 3, only: str | None = None,
             out: Any = sys.stdout) -> dict[str, Any]:
+    """Every case (or those whose name contains one of the comma-separated texts of
+    ``only``), each printed as it finishes."""
+    wanted = [w.strip() for w in only.split(",") if w.strip()] if only else []
     results: dict[str, Any] = {}
     for name, rate, make in cases(size):
-        if only and only not in name:
+        if wanted and not any(w in name for w in wanted):
             continue
         row = measure(name, make(), repeat)
         results[f"{name} @ {rate}"] = row
@@ -346,13 +746,36 @@ def run_all(size: float = 1.0, repeat: int = 3, only: str | None = None,
     return results
 
 
-COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop")
+# -- threads ----------------------------------------------------------------------------------
+def limit_threads(threads: int) -> tuple[AbstractContextManager[Any], str]:
+    """Every BLAS library loaded (numpy's, scipy's; loaded here first) held to ``threads``
+    threads for the run, and a line saying what was set."""
+    import scipy.linalg  # noqa: F401  (loads scipy's BLAS, so that the limit reaches it)
+    try:
+        import sklearn.linear_model  # noqa: F401  (its OpenMP runtime, likewise)
+    except ImportError:
+        pass
+    try:
+        from threadpoolctl import (  # type: ignore[import-untyped]
+            threadpool_info,
+            threadpool_limits,
+        )
+    except ImportError:
+        return nullcontext(), "threads: not set (threadpoolctl is not installed)"
+    limits = threadpool_limits(limits=threads)
+    libs = ", ".join(f"{i['internal_api']} {i['num_threads']} ({i['filepath'].split('/')[-1]})"
+                     for i in threadpool_info())
+    return limits, f"threads: {threads} per library (threadpoolctl): {libs}"
+
+
+COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop", "ho primal")
+RATIOS = ("floor", "sklearn", "np loop", "numba loop", "ho primal")
 
 
 def header() -> str:
-    return (f"{'case':<22}{'rows':>8}{'upd':>7} | "
-            + "".join(f"{c:>11}" for c in COLUMNS)
-            + " | fast/floor  /sklearn  /np loop  /numba")
+    return (f"{'case':<30}{'rows':>7}{'cols':>6}{'upd':>7} | "
+            + "".join(f"{c[:9]:>10}" for c in COLUMNS)
+            + " | fast/" + "".join(f"{r[:8]:>9}" for r in RATIOS) + " | peak MiB")
 
 
 def format_row(key: str, row: dict[str, Any]) -> str:
@@ -360,10 +783,24 @@ def format_row(key: str, row: dict[str, Any]) -> str:
 
     def cell(value: float | None, width: int, digits: int) -> str:
         return f"{value:>{width}.{digits}f}" if value is not None else f"{'-':>{width}}"
-    return (f"{key:<22}{row['rows']:>8}{row['update_rate']:>7.2%} | "
-            + "".join(cell(us.get(c), 11, 3) for c in COLUMNS)
-            + " | " + cell(r.get("fast/floor"), 10, 2) + cell(r.get("fast/sklearn"), 10, 2)
-            + cell(r.get("fast/np loop"), 10, 3) + cell(r.get("fast/numba loop"), 8, 2))
+    peak = row.get("peak_mib")
+    memory = " / ".join(f"{v:.1f}" for v in peak.values()) if peak else "-"
+    return (f"{key:<30}{row['rows']:>7}{row.get('columns', 0):>6}{row['update_rate']:>7.2%} | "
+            + "".join(cell(us.get(c), 10, 3) for c in COLUMNS)
+            + " |      " + "".join(cell(r.get(f"fast/{c}"), 9, 3) for c in RATIOS)
+            + f" | {memory}")
+
+
+def legend(results: dict[str, Any]) -> list[str]:
+    """What the table's floor and peak columns are, for the cases run."""
+    from .kernels import KERNEL_CACHE_BYTES
+    lines = ["floor: X @ w pass (perceptron, pnorm, romma/pumma primal); BLAS calls of one "
+             "update x mistakes (ho primal/implicit, sop primal: fast/floor is per mistake); "
+             "T x |S| kernel block (every dual)"]
+    if any("peak_mib" in row for row in results.values()):
+        lines.append(f"peak MiB: tracemalloc peak of one run, engine auto / numpy; kernel "
+                     f"cache cap KERNEL_CACHE_BYTES = {KERNEL_CACHE_BYTES / 2**20:.0f} MiB")
+    return lines
 
 
 def compare(run: dict[str, Any], baseline: dict[str, Any], margin: float
@@ -383,35 +820,59 @@ def compare(run: dict[str, Any], baseline: dict[str, Any], margin: float
     return failures, notes
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m perceptron_oracle.benchmarks",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=1.0,
                         help="fraction of the full row counts (default 1)")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
-    parser.add_argument("--only", help="only the cases whose name contains this text")
+    parser.add_argument("--only", help="only the cases whose name contains one of these "
+                        "comma-separated texts")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS threads per library during the run (default 1)")
     parser.add_argument("--json", help="write the results (times and ratios) to this file")
     parser.add_argument("--compare", metavar="BASELINE",
                         help="fail when a ratio is worse than this baseline's by --margin")
     parser.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
                         help=f"allowed worsening factor (default {DEFAULT_MARGIN})")
-    args = parser.parse_args(argv)
-    if args.size <= 0 or args.repeat < 1 or args.margin < 1:
-        print("error: --size must be > 0, --repeat >= 1, --margin >= 1", file=sys.stderr)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.size <= 0 or args.repeat < 1 or args.margin < 1 or args.threads < 1:
+        print("error: --size must be > 0, --repeat >= 1, --margin >= 1, --threads >= 1",
+              file=sys.stderr)
+        return 2
+    if args.only and not any(w.strip() in name for name, _, _ in cases(1.0)
+                             for w in args.only.split(",") if w.strip()):
+        print(f"error: --only {args.only!r} names no case", file=sys.stderr)
         return 2
     baseline = None
     if args.compare:
         try:
             with open(args.compare, encoding="utf-8") as handle:
                 baseline = json.load(handle)["results"]
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"error: {args.compare}: not a benchmark baseline ({exc})", file=sys.stderr)
             return 2
+    limits, threads = limit_threads(args.threads)
+    print(f"size {args.size}, best of {args.repeat}; {threads}", flush=True)
     print(header(), flush=True)
-    results = run_all(args.size, args.repeat, args.only)
+    start = time.perf_counter()
+    with limits:
+        try:
+            results = run_all(args.size, args.repeat, args.only, out=sys.stdout)
+        except AssertionError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    for line in legend(results):
+        print(line)
+    print(f"total {time.perf_counter() - start:.0f} s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"size": args.size, "results": results}, handle, indent=1)
+            json.dump({"size": args.size, "repeat": args.repeat, "threads": args.threads,
+                       "results": results}, handle, indent=1)
     if baseline is not None:
         failures, notes = compare(results, baseline, args.margin)
         for line in notes:

@@ -46,10 +46,10 @@ PAPERS = {
                 'by Khardon and Wachman, "Noise Tolerant Variants of the Perceptron '
                 'Algorithm", JMLR 2007, section 2.1)',
     "higher_order": 'C. Brotto, C. Gentile and F. Vitale, "On Higher-Order Perceptron '
-                    'Algorithms", NIPS 2006',
+                    'Algorithms", NIPS 2007',
     "pnorm": 'C. Gentile, "The Robustness of the p-Norm Algorithms", Machine Learning 2003 '
              '(the p-norm Perceptron is HO_p(0) of C. Brotto, C. Gentile and F. Vitale, '
-             '"On Higher-Order Perceptron Algorithms", NIPS 2006)',
+             '"On Higher-Order Perceptron Algorithms", NIPS 2007)',
     "second_order": 'N. Cesa-Bianchi, A. Conconi and C. Gentile, "A Second-Order Perceptron '
                     'Algorithm", SIAM J. Comput. 2005',
     "pumma": 'K. Ishibashi, K. Hatano and M. Takeda, "Online Learning of Approximate Maximum '

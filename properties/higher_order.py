@@ -1,5 +1,5 @@
 """Invariants of the Higher-Order Perceptron HO_p(c) (Brotto, Gentile & Vitale, "On
-Higher-Order Perceptron Algorithms", NIPS 2006; SPEC.md "higher_order").
+Higher-Order Perceptron Algorithms", NIPS 2007; SPEC.md "higher_order").
 
 Three kinds of checks:
 

@@ -1,4 +1,4 @@
-"""Benchmarks: the fast Perceptron and p-norm Perceptron forms against their floor and peers.
+"""Benchmarks: every case of ``perceptron_oracle.benchmarks`` against its floor and peers.
 
 The measuring is ``perceptron_oracle.benchmarks`` (its docstring defines every column); these
 tests run it through pytest-benchmark and store each case's ratios (fast/floor, fast/peer)
@@ -7,10 +7,10 @@ and update rate in ``extra_info``.  By hand, full size:
     pytest tests/benchmarks/test_perceptron_bench.py --benchmark-enable -s
     python -m perceptron_oracle.benchmarks --compare tests/benchmarks/baseline.json
 
-In CI (``--benchmark-disable``) every case runs once on small data (``SMALL`` of the full row
-counts) as a correctness check: each peer (numpy loop, numba loop, scikit-learn) must make the
-fast form's mistakes (scikit-learn: end with its weights), and both engines must agree.  The
-comparison against the baseline is tested on made-up ratios (it must flag a worse one).
+In CI (``--benchmark-disable``) the cases are not run here: tests/test_benchmarks_script.py
+runs the command over every case at a tiny size, which checks that every engine and peer
+makes the fast form's mistakes.  The comparison against the baseline is tested on made-up
+ratios (it must flag a worse one) and once through the command on a small case.
 """
 
 from __future__ import annotations
@@ -39,14 +39,16 @@ def _data(name: str, rate: str, size: float):
 
 @pytest.mark.parametrize("name,rate", CASES, ids=[f"{n} @ {r}" for n, r in CASES])
 def test_case(benchmark, name, rate):
-    size = SMALL if benchmark.disabled else 1.0
-    data = _data(name, rate, size)
-    row = benchmark.pedantic(bench.measure, args=(name, data, 1 if benchmark.disabled else 3),
-                             rounds=1)
+    if benchmark.disabled:
+        pytest.skip("benchmarks disabled: tests/test_benchmarks_script.py runs every case "
+                    "at a tiny size through the command")
+    data = _data(name, rate, 1.0)
+    limits, _ = bench.limit_threads(1)
+    with limits:
+        row = benchmark.pedantic(bench.measure, args=(name, data, 3), rounds=1)
     benchmark.extra_info.update(update_rate=row["update_rate"], rows=row["rows"],
                                 us_per_trial=row["us_per_trial"], **row["ratios"])
-    if not benchmark.disabled:
-        print("\n" + bench.header() + "\n" + bench.format_row(f"{name} @ {rate}", row))
+    print("\n" + bench.header() + "\n" + bench.format_row(f"{name} @ {rate}", row))
 
 
 def test_baseline_lists_every_case_with_its_ratios():
@@ -69,13 +71,13 @@ def test_compare_flags_a_worse_ratio_only():
 
 def test_compare_command_fails_on_a_worse_baseline(tmp_path, capsys):
     """The documented command: exit 1 when a ratio worsened beyond the margin."""
-    case = "pnorm p=4 @ 0.1%"
-    row = bench.measure("pnorm p=4", _data("pnorm p=4", "0.1%", SMALL), 1)
+    case = "pnorm primal p=4 @ 0.1%"
+    row = bench.measure("pnorm primal p=4", _data("pnorm primal p=4", "0.1%", SMALL), 1)
     tight = {case: {"ratios": {k: v / 10 for k, v in row["ratios"].items()}}}
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps({"results": tight}), encoding="utf-8")
     assert bench.main(["--size", str(SMALL), "--repeat", "1", "--only", "pnorm",
                        "--compare", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "WORSE: pnorm p=4 @ 0.1%: fast/floor" in out
+    assert "WORSE: pnorm primal p=4 @ 0.1%: fast/floor" in out
     assert bench.main(["--compare", str(tmp_path / "missing.json")]) == 2

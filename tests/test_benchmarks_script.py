@@ -1,0 +1,73 @@
+"""The benchmark command (``python -m perceptron_oracle.benchmarks``) end to end at a tiny size.
+
+One run of the command over every case: each case's row is printed and written to --json,
+and the command exits 0 only when every engine and every peer (numpy loop, numba loop,
+scikit-learn, HO primal) made the fast form's mistakes (ROMMA/PUMMA: its updates) on every
+case (``benchmarks.measure`` asserts it; the command turns a difference into exit 1).  The
+timings at this size mean nothing and are not checked.  Bad options get one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perceptron_oracle import benchmarks as bench
+from perceptron_oracle.fast import _compiled
+
+TINY = 0.005
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "run.json"
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = bench.main(["--size", str(TINY), "--repeat", "1", "--json", str(path)])
+    return code, out.getvalue(), json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_every_case_runs_and_every_peer_agrees(tiny_run):
+    code, out, data = tiny_run
+    assert code == 0, out
+    keys = {f"{name} @ {rate}" for name, rate, _ in bench.cases(1.0)}
+    assert set(data["results"]) == keys
+    for key in keys:
+        assert any(line.startswith(key) for line in out.splitlines()), key
+    assert "threads: 1" in out and "KERNEL_CACHE_BYTES" in out
+
+
+def test_every_row_has_its_floor_its_loops_and_the_duals_memory(tiny_run):
+    results = tiny_run[2]["results"]
+    for key, row in results.items():
+        ratios = row["ratios"]
+        assert ratios["fast/floor"] > 0 and ratios["fast/np loop"] > 0, key
+        assert ("peak_mib" in row) == (" dual " in f" {key} "), key
+        if _compiled.available() and key.startswith(("perceptron", "pnorm", "romma primal",
+                                                     "pumma primal p=2")):
+            assert "fast/numba loop" in ratios, key
+        if key.startswith("perceptron primal"):
+            assert "fast/sklearn" in ratios, key
+        if key.startswith(("ho implicit p=2", "ho dual")):
+            assert "fast/ho primal" in ratios, key
+
+
+def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "numpy_romma_loop", lambda X, y: [0])
+    assert bench.main(["--size", str(TINY), "--repeat", "1", "--only", "romma primal"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: romma primal: np loop makes other updates"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--size", "0"], "--size must be > 0"),
+    (["--threads", "0"], "--threads >= 1"),
+    (["--only", "no such case"], "names no case"),
+])
+def test_bad_options_get_one_line(argv, message, capsys):
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
