@@ -1,10 +1,10 @@
-"""The compiled per-trial loops (numba) of the Perceptron, the p-norm Perceptron, ROMMA and the
-Perceptron's one-vs-rest learners, with the jitted pieces they share.
+"""The compiled per-trial loops (numba) of the Perceptron, the p-norm Perceptron, ROMMA, PUMMA
+(p = 2) and the Perceptron's one-vs-rest learners, with the jitted pieces they share.
 
 What each loop computes, and why, is said by its family's front module: ``fast._compiled``
 (Perceptron, p-norm Perceptron; engine choice and the flags), ``fast._compiled_romma``,
-``fast._compiled_multiclass``.  This module imports numba, so it is imported only by those
-fronts, at the first compiled run (``fast._compiled.kernels``).
+``fast._compiled_pumma``, ``fast._compiled_multiclass``.  This module imports numba, so it
+is imported only by those fronts, at the first compiled run (``fast._compiled.kernels``).
 
 Every function here is a module-level numba dispatcher, and a loop calls its helpers as module
 globals.  A helper passed in as a closure variable would make numba key its on-disk cache on
@@ -355,6 +355,47 @@ def sparse_residual(w: Any, zbuf: Any, r: float) -> float:
 
 
 @jit
+def romma_step(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
+               label: float, vz: float, zz: float, vv: float, w: Any, zbuf: Any,
+               singular: float) -> tuple[bool, float, float]:
+    """Problem (2) with z = y x_j, c = 1 (``fast.romma.step2``): (feasible, lambda, eta).
+    vz is the margin y w.x_j; zz is ||x_j||^2 for dense X (found with the score), 0 for CSR
+    (summed here); D in the residual form ||z||^2 ||v - (v.z/||z||^2) z||^2."""
+    if sparse:
+        for k in range(indptr[j], indptr[j + 1]):
+            zz += data[k] * data[k]
+    if not zz > 0.0:
+        return False, 0.0, 0.0
+    if vv == 0.0 or vz >= zz * vv:  # case (i), eq. (15)
+        return True, 1.0 / zz, 0.0
+    r = vz / zz                      # case (ii), eq. (19)
+    if sparse:
+        for k in range(indptr[j], indptr[j + 1]):
+            zbuf[indices[k]] = data[k]
+        res = sparse_residual(w, zbuf, r * label)
+        for k in range(indptr[j], indptr[j + 1]):
+            zbuf[indices[k]] = 0.0
+    else:
+        res = residual(X, j, w, w.shape[0], r * label)
+    det = zz * res
+    if det <= singular * zz * vv:
+        return False, 0.0, 0.0
+    return True, vv * (1.0 - vz) / det, (zz * vv - vz) / det
+
+
+@jit
+def romma_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int, w: Any,
+               eta: float, step: float) -> float:
+    """w <- eta w + step x_j in place; returns the new ||w||^2."""
+    if sparse:
+        if eta != 1.0:
+            scale(w, eta)
+        add_row(X, indptr, indices, data, sparse, j, step, w)
+        return norm2(w)
+    return move(X, j, w, w.shape[0], eta, step)
+
+
+@jit
 def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                  epochs: int, threshold: float, singular: float, w: Any, zbuf: Any,
                  state: Any, mistakes: Any, updates: Any, scores: Any, record: bool) -> int:
@@ -369,6 +410,7 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     vv = norm2(w)
     nm = 0
     nu = 0
+    bad = -1
     for t in range(epochs * T):
         j = t % T
         zz = 0.0
@@ -377,11 +419,9 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
         else:
             s, zz = dot_and_norm(X, j, w, n)
         if not math.isfinite(s):
-            state[0] = last
             state[1] = s
-            state[2] = nm
-            state[3] = nu
-            return t
+            bad = t
+            break
         label = y[j]
         if record:
             scores[t] = s
@@ -390,49 +430,223 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
             mistakes[nm] = t
             nm += 1
         if margin < threshold and j != last:
-            # problem (2) with z = y x, c = 1 (fast.romma.step2)
-            if sparse:
-                for k in range(indptr[j], indptr[j + 1]):
-                    zz += data[k] * data[k]
-            vz = margin
-            feasible = zz > 0.0
-            lam = 0.0
-            eta = 0.0
-            if feasible:
-                if vv == 0.0 or vz >= zz * vv:  # case (i), eq. (15)
-                    lam = 1.0 / zz
-                else:                            # case (ii), eq. (19)
-                    r = vz / zz
-                    if sparse:
-                        for k in range(indptr[j], indptr[j + 1]):
-                            zbuf[indices[k]] = data[k]
-                        res = sparse_residual(w, zbuf, r * label)
-                        for k in range(indptr[j], indptr[j + 1]):
-                            zbuf[indices[k]] = 0.0
-                    else:
-                        res = residual(X, j, w, n, r * label)
-                    det = zz * res
-                    if det <= singular * zz * vv:
-                        feasible = False
-                    else:
-                        lam = vv * (1.0 - vz) / det
-                        eta = (zz * vv - vz) / det
+            feasible, lam, eta = romma_step(X, indptr, indices, data, sparse, j, label,
+                                            margin, zz, vv, w, zbuf, singular)
             if feasible:
                 updates[nu] = t
                 nu += 1
-                step = lam * label
-                if sparse:
-                    if eta != 1.0:
-                        scale(w, eta)
-                    add_row(X, indptr, indices, data, sparse, j, step, w)
-                    vv = norm2(w)
-                else:
-                    vv = move(X, j, w, n, eta, step)
+                vv = romma_move(X, indptr, indices, data, sparse, j, w, eta, lam * label)
                 last = j
     state[0] = last
     state[2] = nm
     state[3] = nu
-    return -1
+    return bad
+
+
+# -- PUMMA's primal form, p = 2 (fast._compiled_pumma) -------------------------------------------
+
+@jit(reassoc=True)
+def row_dot(X: Any, j: int, w: Any) -> float:
+    """X[j].w for dense X (a vectorised loop: in a per-trial loop it beats a BLAS call)."""
+    s = 0.0
+    for k in range(w.shape[0]):
+        s += X[j, k] * w[k]
+    return s
+
+
+@jit(reassoc=True)
+def pair_products(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
+                  neg: int, w: Any, z: Any) -> tuple[float, float]:
+    """z = x_pos - x_neg in place (CSR: both rows scattered into zeros, as
+    ``fast.romma.PrimalSpace.pair`` forms it), and ||z||^2 and w.z."""
+    n = z.shape[0]
+    if sparse:
+        for k in range(n):
+            z[k] = 0.0
+        for k in range(indptr[pos], indptr[pos + 1]):
+            z[indices[k]] += data[k]
+        for k in range(indptr[neg], indptr[neg + 1]):
+            z[indices[k]] -= data[k]
+    zz = 0.0
+    wz = 0.0
+    for k in range(n):
+        zk = X[pos, k] - X[neg, k] if not sparse else z[k]
+        z[k] = zk
+        zz += zk * zk
+        wz += w[k] * zk
+    return zz, wz
+
+
+@jit(reassoc=True)
+def pair_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int, neg: int,
+              w: Any, z: Any, eta: float, lam: float) -> tuple[float, float, float]:
+    """w <- eta w + lam z in place; returns the new ||w||^2, x_pos.w and x_neg.w."""
+    ww = 0.0
+    wp = 0.0
+    wn = 0.0
+    for k in range(w.shape[0]):
+        wk = eta * w[k] + lam * z[k]
+        w[k] = wk
+        ww += wk * wk
+        if not sparse:
+            wp += X[pos, k] * wk
+            wn += X[neg, k] * wk
+    if sparse:
+        wp = sparse_dot(data, indices, indptr[pos], indptr[pos + 1], w)
+        wn = sparse_dot(data, indices, indptr[neg], indptr[neg + 1], w)
+    return ww, wp, wn
+
+
+@jit
+def slack_norm(a: Any, held: Any, count: int, pos: int, neg: int, r: float) -> float:
+    """||a - r (e_pos - e_neg)||^2 over the examples ``held[:count]`` (a is 0 elsewhere; the
+    pair among them); r = 0: ||a||^2."""
+    total = 0.0
+    for i in range(count):
+        e = held[i]
+        v = a[e]
+        if e == pos:
+            v -= r
+        elif e == neg:
+            v += r
+        total += v * v
+    return total
+
+
+@jit
+def slack_move(a: Any, held: Any, count: int, pos: int, neg: int, eta: float,
+               lam: float) -> float:
+    """a <- eta a + lam (e_pos - e_neg) over the held examples (the pair among them), in
+    place; returns the new ||a||^2."""
+    total = 0.0
+    for i in range(count):
+        e = held[i]
+        v = a[e] * eta
+        if e == pos:
+            v += lam
+        elif e == neg:
+            v -= lam
+        a[e] = v
+        total += v * v
+    return total
+
+
+@jit
+def hold(e: int, held: Any, mark: Any, count: int) -> int:
+    """Example e among the held examples (those whose a_e may be nonzero); the new count."""
+    if not mark[e]:
+        mark[e] = True
+        held[count] = e
+        return count + 1
+    return count
+
+
+@jit
+def pumma_step(zz: float, vz: float, vv: float, w: Any, z: Any, a: Any, held: Any,
+               count: int, pos: int, neg: int, inv_c: float, soft: bool,
+               singular: float) -> tuple[bool, float, float]:
+    """Problem (3) (or (24)) for p = 2 (``fast.romma.step2`` with c = 2, D in the residual
+    form of the augmented vectors): (feasible, lambda, eta)."""
+    if not zz > 0.0:
+        return False, 0.0, 0.0
+    if vv == 0.0 or 2.0 * vz >= zz * vv:  # case (i), eq. (15)
+        return True, 2.0 / zz, 0.0
+    r = vz / zz                            # case (ii), eq. (19)
+    res = sparse_residual(w, z, r)
+    if soft:
+        res += slack_norm(a, held, count, pos, neg, r) * inv_c
+    det = zz * res
+    if det <= singular * zz * vv:
+        return False, 0.0, 0.0
+    return True, vv * (2.0 - vz) / det, (zz * vv - 2.0 * vz) / det
+
+
+@jit
+def pumma_pair_update(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
+                      neg: int, inv_c: float, soft: bool, singular: float, w: Any, z: Any,
+                      a: Any, held: Any, mark: Any, count: int, vv: float
+                      ) -> tuple[bool, float, float, int]:
+    """The update for the pair (pos, neg) from the current w~ (||w~||^2 = vv): problem (3)
+    solved, w (and a) moved in place, the bias (20).  Returns (feasible, b, the new
+    ||w~||^2, the held count); nothing moves when infeasible."""
+    zz, vz = pair_products(X, indptr, indices, data, sparse, pos, neg, w, z)
+    if soft:
+        count = hold(pos, held, mark, count)
+        count = hold(neg, held, mark, count)
+        zz += 2.0 * inv_c
+        vz += (a[pos] - a[neg]) * inv_c
+    feasible, lam, eta = pumma_step(zz, vz, vv, w, z, a, held, count, pos, neg, inv_c, soft,
+                                    singular)
+    if not feasible:
+        return False, 0.0, vv, count
+    vv, bp, bn = pair_move(X, indptr, indices, data, sparse, pos, neg, w, z, eta, lam)
+    if soft:
+        vv += slack_move(a, held, count, pos, neg, eta, lam) * inv_c
+        bp += a[pos] * inv_c
+        bn += a[neg] * inv_c
+    return True, -0.5 * (bp + bn), vv, count
+
+
+@jit
+def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
+                 epochs: int, threshold: float, singular: float, inv_c: float, soft: bool,
+                 w: Any, z: Any, a: Any, held: Any, mark: Any, state: Any, mistakes: Any,
+                 updates: Any, scores: Any, record: bool) -> int:
+    """state = [pos, neg, b, bad score, mistakes, updates, held count] (pos, neg = -1:
+    not stored); w, a (T entries, soft margin; else 1) and held/mark the start (zeros and
+    False for a run), z n scratch entries; ``singular`` is
+    ``fast.romma.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are written to
+    the front of ``mistakes`` and ``updates``.  Returns the first trial whose score (at
+    start-up, whose row's product with w = 0) is not finite, or -1."""
+    T = y.shape[0]
+    pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
+    vv = norm2(w) + (slack_norm(a, held, count, -1, -1, 0.0) * inv_c if soft else 0.0)
+    nm = 0
+    nu = 0
+    bad = -1
+    for t in range(epochs * T):
+        j = t % T
+        label = y[j]
+        started = pos >= 0 and neg >= 0
+        if sparse:
+            d = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+        else:
+            d = row_dot(X, j, w)
+        s = d + b if started else b  # start-up: the score is b (w = 0)
+        if not math.isfinite(s if started else d):
+            state[3] = s if started else d
+            bad = t
+            break
+        if record:
+            scores[t] = s
+        margin = label * s
+        if margin <= 0:
+            mistakes[nm] = t
+            nm += 1
+        if started:                  # the pair members' test is skipped (Lemma 4)
+            if j == pos or j == neg:
+                continue
+            if soft:
+                margin = margin + label * (a[j] * inv_c)
+            if not margin < threshold:
+                continue
+        elif not ((label > 0 and pos < 0) or (label < 0 and neg < 0)):
+            continue
+        p, q = (j, neg) if label > 0 else (pos, j)
+        if p >= 0 and q >= 0:
+            feasible, b_new, vv, count = pumma_pair_update(
+                X, indptr, indices, data, sparse, p, q, inv_c, soft, singular, w, z, a,
+                held, mark, count, vv)
+            if not feasible:
+                continue
+            b = b_new
+        else:                        # start-up: half a pair stored
+            b = 1.0 if p >= 0 else -1.0
+        pos, neg = p, q
+        updates[nu] = t
+        nu += 1
+    state[0], state[1], state[2], state[4], state[5], state[6] = pos, neg, b, nm, nu, count
+    return bad
 
 
 # -- the Perceptron's one-vs-rest learners (fast._compiled_multiclass) --------------------------
@@ -525,6 +739,43 @@ def ovr_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, Y: An
 
 
 @jit
+def ovr_dual_scores(rows: Any, sq_rows: Any, coef: Any, S: int, x: Any, sq_x: float, n: int,
+                    kind: int, degree: int, gamma: float, coef0: float, kv: Any,
+                    scores: Any) -> None:
+    """scores[k] = sum_s coef[s, k] k(x_s, x) over the first S supports: one learner in the
+    binary loop's order; K learners from one kernel row (``kv``) and one product, except
+    where a kernel value is not finite (0 * inf): then each learner sums its own supports
+    only, as its binary run does."""
+    K = scores.shape[0]
+    if K == 1:
+        acc = 0.0
+        for s in range(S):
+            d = dense_dot(rows[s], x, n)
+            acc += coef[s, 0] * kernel_value(kind, degree, gamma, coef0, d, sq_rows[s], sq_x)
+        scores[0] = acc
+    elif S > 0:
+        row = kv[:S]
+        np.dot(rows[:S], x, row)
+        finite = True
+        for s in range(S):
+            v = kernel_value(kind, degree, gamma, coef0, row[s], sq_rows[s], sq_x)
+            row[s] = v
+            if not math.isfinite(v):
+                finite = False
+        if finite:
+            np.dot(row, coef[:S], scores)
+        else:
+            for k in range(K):
+                acc = 0.0
+                for s in range(S):
+                    if coef[s, k] != 0.0:
+                        acc += coef[s, k] * kv[s]
+                scores[k] = acc
+    else:
+        scores[:] = 0.0
+
+
+@jit
 def ovr_dual(X: Any, sq: Any, Y: Any, epochs: int, start: int, kind: int, degree: int,
              gamma: float, coef0: float, eta: float, C: float, tau: float, lam_terms: Any,
              use_lam: bool, bound: int, rows: Any, sq_rows: Any, coef: Any, b: Any,
@@ -548,33 +799,8 @@ def ovr_dual(X: Any, sq: Any, Y: Any, epochs: int, start: int, kind: int, degree
         if slot[j] < 0 and S == capacity:
             n_support[0] = S
             return FULL_BASE - t
-        if K == 1:  # the binary loop's sum, in the binary loop's order
-            acc = 0.0
-            for s in range(S):
-                d = dense_dot(rows[s], x, n)
-                acc += coef[s, 0] * kernel_value(kind, degree, gamma, coef0, d, sq_rows[s],
-                                                 sq[j])
-            scores[0] = acc
-        elif S > 0:
-            row = kv[:S]
-            np.dot(rows[:S], x, row)
-            finite = True
-            for s in range(S):
-                v = kernel_value(kind, degree, gamma, coef0, row[s], sq_rows[s], sq[j])
-                row[s] = v
-                if not math.isfinite(v):
-                    finite = False
-            if finite:
-                np.dot(row, coef[:S], scores)
-            else:  # 0 * inf: sum each learner's own supports only, as its binary run
-                for k in range(K):
-                    acc = 0.0
-                    for s in range(S):
-                        if coef[s, k] != 0.0:
-                            acc += coef[s, k] * kv[s]
-                    scores[k] = acc
-        else:
-            scores[:] = 0.0
+        ovr_dual_scores(rows, sq_rows, coef, S, x, sq[j], n, kind, degree, gamma, coef0, kv,
+                        scores)
         count = decide(t, j, scores, Y, tau, lam_terms, use_lam, bound, alpha, b, flags,
                        wants, state)
         if count < 0:

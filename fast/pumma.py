@@ -4,14 +4,15 @@ Both follow ``reference.pumma`` trial for trial (SPEC.md, "romma / pumma") and s
 block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that hold w.
 
 - ``primal`` (linear kernel, any p >= 2; dense or CSR X).  p = 2: w in float64, the closed
-  forms (15)/(19) through :func:`fast.romma.step2` with z = x_pos - x_neg and c = 2.
-  p > 2: w and its dual vector theta = f(w) (Lemma 3; kept as the last phi = alpha z +
-  beta theta, since f(f^{-1}(phi)) = phi), case (i) in closed form and case (ii) by a damped
-  Newton iteration on the Lagrange dual (18), vectorised over the coordinates, with the
-  exact 2 x 2 Hessian and warm-started from the previous update's (alpha, beta) when that
-  point is better than the paper's (0, 1).  The soft margin (24)-(25) adds the slack part
-  of the dual: with a_e = y_e C xi_e the slack enters exactly as the augmented coordinates
-  of the p = 2 case.
+  forms (15)/(19) through :func:`fast.romma.step2` with z = x_pos - x_neg and c = 2; the
+  same as a compiled per-trial loop (``fast._compiled_pumma``; ``engine=``), the default
+  when numba is installed.  p > 2: w and its dual vector theta = f(w) (Lemma 3; kept as
+  the last phi = alpha z + beta theta, since f(f^{-1}(phi)) = phi), case (i) in closed form
+  and case (ii) by a damped Newton iteration on the Lagrange dual (18), vectorised over the
+  coordinates, with the exact 2 x 2 Hessian and warm-started from the previous update's
+  (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
+  (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
+  as the augmented coordinates of the p = 2 case.
 - ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
   on the support Gram matrix's diagonal, by example identity across epochs.
 """
@@ -26,11 +27,12 @@ import scipy.sparse as sp
 
 from ..data import validate
 from ..errors import ParamError
-from ..kernels import parse_kernel
+from ..kernels import Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.pumma import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
 from ..trace import Trace
+from . import _compiled
 from .driver import forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
@@ -149,48 +151,23 @@ class PNormSpace(PrimalSpace):
     def _newton(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
                 alpha_i: float) -> tuple[float, float, np.ndarray] | None:
         """Maximise the dual L*(alpha, beta) = -||alpha z + beta theta||_p^2 / 2 - slack part
-        + 2 alpha + beta ||v~||^2 (eq. (18); the slack part from the Lagrangian of (24))."""
-        p = self.p
+        + 2 alpha + beta ||v~||^2 (eq. (18); the slack part from the Lagrangian of (24)):
+        damped Newton steps (:meth:`_direction`, :meth:`_line_search`) from :meth:`_start`,
+        finished by :meth:`_finish` when they stop short of the KKT point."""
         A = np.stack([z, self.theta])
         S = np.array([[zs, vs], [vs, ss]])
         rhs = np.array([2.0, target])
-        x = np.array([0.0, 1.0])
-        value = self._dual_value(x, A, S, rhs)
-        warm = np.array(self.last)
-        if warm[1] > 0:
-            warm_value = self._dual_value(warm, A, S, rhs)
-            if warm_value > value:
-                x, value = warm, warm_value
+        x, value = self._start(A, S, rhs)
         for _ in range(NEWTON_MAX_STEPS):
-            m, s = _scaled(x @ A)
-            a = np.abs(s)
-            # phi = 0 (w = 0, the soft margin's slacks carry the constraints; the exact
-            # optimum can be there): f^-1 and its Jacobian vanish, as in the reference
-            N = float(np.sum(a ** p)) ** (1.0 / p) if m > 0.0 else 1.0
-            Fs = np.sign(s) * a ** (p - 1) / N ** (p - 2)      # f^{-1}(phi / m)
-            grad = rhs - m * (A @ Fs) - S @ x
-            d = (p - 1) * a ** (p - 2) / N ** (p - 2)
-            AF = A @ Fs
-            H = (A * d) @ A.T - (p - 2) * np.outer(AF, AF) / (N * N) + S
-            det = H[0, 0] * H[1, 1] - H[0, 1] * H[1, 0]
-            if not det > SINGULAR * abs(H[0, 0] * H[1, 1]) or not np.isfinite(det):
+            step = self._direction(x, A, S, rhs)
+            if step is None:
                 # f^-1 is flat where phi is 0: at (0, 1) with z and theta of disjoint
                 # supports the Hessian is singular.  Move halfway to case (i)'s point,
                 # where phi covers both supports, and go on from there.
                 x = 0.5 * (x + np.array([alpha_i, 0.0]))
                 value = self._dual_value(x, A, S, rhs)
                 continue
-            step = np.array([H[1, 1] * grad[0] - H[0, 1] * grad[1],
-                             H[0, 0] * grad[1] - H[1, 0] * grad[0]]) / det
-            t = 1.0
-            while True:  # backtracking: the dual is concave, Newton's direction ascends
-                cand = x + t * step
-                cand_value = self._dual_value(cand, A, S, rhs)
-                # near the optimum L* is flat to rounding: accept a step that does not
-                # lose more than that (a strict test would stop at sqrt(eps) accuracy)
-                if cand_value >= value - 1e-14 * abs(value) or t < 1e-6:
-                    break
-                t *= 0.5
+            cand, cand_value = self._line_search(x, value, step, A, S, rhs)
             if cand_value < value - 1e-14 * abs(value):
                 break
             moved = np.abs(cand - x)
@@ -201,23 +178,77 @@ class PNormSpace(PrimalSpace):
                     and moved[1] <= NEWTON_STOP * max(abs(x[1]), 1.0)):
                 break
         if self._residual(x, A, S, rhs) > NEWTON_TOLERANCE:
-            # the loop above stopped short of the KKT point (a failed line search or a
-            # flat stretch; seen on small-integer data with p = 5/2, residual ~1; and, after
-            # an update on a tiny z, w ~ 1e23 against z ~ 1, where the line search's floor
-            # stops the first, far overshooting step): finish with the reference's damped
-            # Newton on the residual rule, in float64, and keep the better iterate
-            soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
-            start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
-            try:
-                lam, eta = newton_dual(FloatOps(), z.tolist(), self.theta.tolist(), target,
-                                       p, soft, start, NEWTON_TOLERANCE,
-                                       max_steps=REFERENCE_NEWTON_STEPS, scaled=True)
-                finished = np.array([lam, eta])
-                if self._residual(finished, A, S, rhs) < self._residual(x, A, S, rhs):
-                    x = finished
-            except (ArithmeticError, ValueError):
-                pass
+            x = self._finish(x, z, vs, ss, target, A, S, rhs)
         return float(x[0]), float(x[1]), x @ A
+
+    def _start(self, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
+               ) -> tuple[np.ndarray, float]:
+        """The paper's start (0, 1) (w = v), or the previous update's (alpha, beta) when its
+        dual value is larger; with that value."""
+        x = np.array([0.0, 1.0])
+        value = self._dual_value(x, A, S, rhs)
+        warm = np.array(self.last)
+        if warm[1] > 0:
+            warm_value = self._dual_value(warm, A, S, rhs)
+            if warm_value > value:
+                x, value = warm, warm_value
+        return x, value
+
+    def _direction(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
+                   ) -> np.ndarray | None:
+        """Newton's step at x with the exact 2 x 2 Hessian of the dual, or None where the
+        Hessian is singular (or not finite)."""
+        p = self.p
+        m, s = _scaled(x @ A)
+        a = np.abs(s)
+        # phi = 0 (w = 0, the soft margin's slacks carry the constraints; the exact
+        # optimum can be there): f^-1 and its Jacobian vanish, as in the reference
+        N = float(np.sum(a ** p)) ** (1.0 / p) if m > 0.0 else 1.0
+        Fs = np.sign(s) * a ** (p - 1) / N ** (p - 2)      # f^{-1}(phi / m)
+        grad = rhs - m * (A @ Fs) - S @ x
+        d = (p - 1) * a ** (p - 2) / N ** (p - 2)
+        AF = A @ Fs
+        H = (A * d) @ A.T - (p - 2) * np.outer(AF, AF) / (N * N) + S
+        det = H[0, 0] * H[1, 1] - H[0, 1] * H[1, 0]
+        if not det > SINGULAR * abs(H[0, 0] * H[1, 1]) or not np.isfinite(det):
+            return None
+        step: np.ndarray = np.array([H[1, 1] * grad[0] - H[0, 1] * grad[1],
+                                     H[0, 0] * grad[1] - H[1, 0] * grad[0]]) / det
+        return step
+
+    def _line_search(self, x: np.ndarray, value: float, step: np.ndarray, A: np.ndarray,
+                     S: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, float]:
+        """Backtracking from the full step (the dual is concave, Newton's direction ascends):
+        the candidate and its dual value."""
+        t = 1.0
+        while True:
+            cand = x + t * step
+            cand_value = self._dual_value(cand, A, S, rhs)
+            # near the optimum L* is flat to rounding: accept a step that does not lose
+            # more than that (a strict test would stop at sqrt(eps) accuracy)
+            if cand_value >= value - 1e-14 * abs(value) or t < 1e-6:
+                return cand, cand_value
+            t *= 0.5
+
+    def _finish(self, x: np.ndarray, z: np.ndarray, vs: float, ss: float, target: float,
+                A: np.ndarray, S: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """The Newton loop stopped short of the KKT point (a failed line search or a flat
+        stretch; seen on small-integer data with p = 5/2, residual ~1; and, after an update
+        on a tiny z, w ~ 1e23 against z ~ 1, where the line search's floor stops the first,
+        far overshooting step): finish with the reference's damped Newton on the residual
+        rule, in float64, and keep the better iterate."""
+        soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
+        start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
+        try:
+            lam, eta = newton_dual(FloatOps(), z.tolist(), self.theta.tolist(), target,
+                                   self.p, soft, start, NEWTON_TOLERANCE,
+                                   max_steps=REFERENCE_NEWTON_STEPS, scaled=True)
+            finished = np.array([lam, eta])
+            if self._residual(finished, A, S, rhs) < self._residual(x, A, S, rhs):
+                return finished
+        except (ArithmeticError, ValueError):
+            pass
+        return x
 
     def _residual(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
                   ) -> float:
@@ -333,19 +364,26 @@ class _Pumma(Guarded):
         return out
 
 
-def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
-          ) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
-    """The model of a run (the experiments continue it epoch by epoch), its resolved
-    parameters, the validated data and epochs."""
+def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, dict[str, Any]]:
+    """The parsed kernel and the resolved parameters (C "none": the hard margin), with the
+    checks of what each form takes."""
     kern = parse_kernel(kernel)
     if isinstance(given.get("C"), str) and given["C"].strip().lower() == "none":
         given = dict(given, C=None)
     params = PARAMS.resolve(given)
-    p = float(params["p"])
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     if form == "dual" and params["p"] != 2:
         raise ParamError(f"the dual form takes p = 2 only, not p = {params['p']}")
+    return kern, params
+
+
+def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
+          ) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
+    """The model of a run (the experiments continue it epoch by epoch), its resolved
+    parameters, the validated data and epochs."""
+    kern, params = _resolve(form, kernel, given)
+    p = float(params["p"])
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     T = y.shape[0]
@@ -355,13 +393,55 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-         record_scores: bool) -> Trace:
+         record_scores: bool, engine: str = "numpy") -> Trace:
+    """A run of ``form``; the primal form with p = 2 by the compiled loop when ``engine``
+    chooses it (``fast._compiled.choose``: never under ``forced_updates``)."""
+    if form == "primal" and _compiled.choose(engine) == "numba" \
+            and float(_resolve(form, kernel, given)[1]["p"]) == 2.0:
+        return _primal_compiled(X, y, epochs, kernel, given, record_scores)
     model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
                  params=params, n_examples=y.shape[0], epochs=epochs,
                  mistakes=result.mistakes, updates=result.updates, final=model.final(y),
                  scores=result.scores)
+
+
+def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+                     record_scores: bool) -> Trace:
+    """The primal run for p = 2 by the compiled per-trial loop (``fast._compiled_pumma``).
+    Dense X is not checked for NaN or infinity beforehand: the loop's row products are that
+    check (a row holding one gives NaN or infinity), reported as validate() reports it."""
+    from . import _compiled_pumma
+
+    kern, params = _resolve("primal", kernel, given)
+    X, y = validate(X, y, check_finite=False)
+    epochs = check_epochs(epochs)
+    T, n = X.shape
+    soft = params["C"] is not None
+    inv_c = 1.0 / float(params["C"]) if soft else 0.0
+    dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+    w, a = np.zeros(n), np.zeros(T if soft else 1)
+    held, mark = np.zeros(a.shape[0], dtype=np.int64), np.zeros(a.shape[0], dtype=bool)
+    state = np.array([-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0])  # pos, neg, b, ... (the loop's)
+    trials = epochs * T
+    mistakes, updates = np.empty(trials, dtype=np.int64), np.empty(trials, dtype=np.int64)
+    scores = np.zeros(trials if record_scores else 1)
+    bad = _compiled_pumma.loops().pumma_primal(
+        dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
+        1.0 - float(params["delta"]), RESIDUAL_SINGULAR, inv_c, soft, w, np.zeros(n), a,
+        held, mark, state, mistakes, updates, scores, record_scores)
+    _compiled.raise_if_bad(bad, T, state[3], X)  # dense X: a NaN or infinity named first
+    pos, neg = int(state[0]), int(state[1])
+    final: dict[str, Any] = {"w": w.tolist(), "b": float(state[2]),
+                             "pos": pos if pos >= 0 else None,
+                             "neg": neg if neg >= 0 else None}
+    if soft:
+        final["xi"] = (a * y * inv_c).tolist()
+    return Trace(algorithm="pumma", form="primal", kernel=kern.spec, params=params,
+                 n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[4])].tolist(),
+                 updates=updates[:int(state[5])].tolist(), final=final,
+                 scores=scores.tolist() if record_scores else None)
 
 
 def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -371,7 +451,9 @@ def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
     left side y score + xi_j as the form compares it with 1 - delta (nan at start-up and for
     the pair members, whose test is skipped).  The reference's soft-margin fragile rule
     reads both (SPEC.md 12.5).  The decisions and outputs of ``primal``/``dual`` are not
-    touched: the record exists only here."""
+    touched: the record exists only here.  Always the block-ahead driver (the numpy path):
+    the compiled loop of p = 2 (``fast._compiled_pumma``) neither imposes updates nor
+    records the test's left side."""
     model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     model.tested = []
     with forced_updates(updates):
@@ -385,11 +467,17 @@ def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
            delta: Any = 0, C: Any = None, numbers: Any = "auto",
-           record_scores: bool = False) -> Trace:
+           record_scores: bool = False, engine: str = "auto") -> Trace:
     """Primal form, any p >= 2: w (and theta = f(w) for p > 2) in float64.  ``numbers`` is
-    the reference's arithmetic: checked and recorded, it does not change a float64 run."""
+    the reference's arithmetic: checked and recorded, it does not change a float64 run.
+
+    ``engine`` (p = 2): "numba" runs the compiled per-trial loop (``fast._compiled_pumma``),
+    "numpy" the block-ahead driver scoring a block with X[block] @ w, "auto" (the default)
+    the compiled loop when numba is installed (``fast._compiled`` says how numba is found).
+    p > 2 and runs under ``forced_updates`` (shadow runs) take the numpy path whatever was
+    asked, as does :func:`forced_run`."""
     return _run("primal", X, y, epochs, kernel,
-                dict(p=p, delta=delta, C=C, numbers=numbers), record_scores)
+                dict(p=p, delta=delta, C=C, numbers=numbers), record_scores, engine)
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,

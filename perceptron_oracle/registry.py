@@ -196,7 +196,7 @@ ALGORITHMS: dict[str, Algorithm] = {
             second_order_fast, ("primal", _ENGINE), ("dual", _ANY))),
         Algorithm("romma", romma_ref, _forms(romma_fast, ("primal", _ENGINE), ("dual", _ANY))),
         Algorithm("pumma", pumma_ref, _forms(
-            pumma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
+            pumma_fast, ("primal", _ENGINE), ("dual", _ANY | _P2))),
         Algorithm("alma", alma_ref, _forms(
             alma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
     )

@@ -1,0 +1,48 @@
+"""The compiled per-trial loop (numba, optional) of PUMMA's primal form for p = 2
+(``fast.pumma``), hard and soft margin.
+
+One trial at a time in machine code: a dot product per trial (a vectorised loop over a dense
+row, a gather over the stored entries of a CSR row) and, at an update, problem (3) (with the
+soft margin, (24)) solved by the closed forms (15)/(19) exactly as ``fast.pumma``'s numpy
+path does through ``fast.romma.step2`` with z = x_pos - x_neg and c = 2 (the residual form
+of D), then w moved in place and the bias (20) recomputed.  An update makes two or three
+passes over w (z formed with ||z||^2 and w.z; the residual in case (ii); the move with the
+new ||w||^2 and the pair's two scores); with the soft margin the coefficients
+a_e = y_e C xi_e are kept for the examples that have been a pair member (``held``), so
+||a||^2 and the slack part of the residual cost O(held), not O(T).  The block-ahead driver
+pays a Python round trip and about a dozen small numpy calls per update.  Measured on a
+2-core machine (20,000 x 100 dense, section 5.1's r-of-k data, 9.5% updates): 0.063-0.071
+us per trial, against 3.0-4.6 for the block-ahead driver, 1.5-2.3 for a plain per-trial
+numpy loop, and 0.027 for one ``X @ w`` pass on one core (0.014 on two).
+
+Semantics are ``fast.pumma``'s numpy path trial for trial (SPEC.md, "romma / pumma"):
+start-up from the first positive and the first negative example (score b = -1, then +1;
+storing either is an update; the trial that completes the pair solves (3) with v = 0 and is
+not an update when that is infeasible), then score w.x + b, a mistake iff y score <= 0, an
+update iff y score + xi_j < 1 - delta, the example is not a pair member (Lemma 4: its test
+is exactly 1) and the problem is feasible.  A score that is not finite stops the loop and the
+caller raises the driver's ``FloatRangeError`` naming the trial, or the DataError naming a
+NaN or infinity in dense X (at start-up the loop forms the row's product with w = 0 too, so
+every row is checked).  Float64 rounding may differ from the numpy path (another summation
+order), never the decisions outside the reference's fragile trials.
+
+Not compiled (the numpy path runs, whatever ``engine`` asked; documented fallbacks, not
+errors): p > 2 (Newton on the dual (18)), the dual form, and every shadow run: a run under
+``fast.driver.forced_updates`` (``fast._compiled.choose``) and ``fast.pumma.forced_run``,
+which records the update test's left side y score + xi_j beside each score (the
+reference's soft-margin fragile rule reads both) and is the block-ahead driver's only.
+
+The loop is ``fast._numba.pumma_primal`` (with the jitted helpers it calls), compiled and
+cached as ``fast._compiled`` says, at the first compiled run.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import _compiled
+
+
+def loops() -> ModuleType:
+    """The module holding the compiled loop (``pumma_primal``), imported at its first call."""
+    return _compiled.kernels()

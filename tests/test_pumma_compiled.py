@@ -1,0 +1,178 @@
+"""PUMMA's primal form (p = 2) on both engines against the reference and against each other.
+
+``engine="numba"`` (the compiled per-trial loop of ``fast._compiled_pumma``) and
+``engine="numpy"`` (the block-ahead driver), on dense and CSR input, hard and soft margin,
+each run on the same drawn sequence and parameters as the exact reference and must pass
+``compare`` as in tests/test_differential.py (the same mistakes and updates trial for trial,
+a divergence only at a fragile trial; the final state within the reference's bounds).  The
+fallbacks to the numpy path (p > 2, shadow runs, ``forced_run``) are checked by making the
+compiled loop fail if it is called.  Without numba the compiled items are skipped (reason
+stated); the ParamError for ``engine="numba"`` without numba is tested either way.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fast_protocol import ENGINES, SHARE, needs_numba
+from fast_protocol import check_against as _check
+from perceptron_oracle import registry
+from perceptron_oracle.errors import DataError, ParamError
+from perceptron_oracle.fast import _compiled, _compiled_pumma
+from perceptron_oracle.fast import pumma as fp
+from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
+from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
+from perceptron_oracle.reference.pumma import pumma as reference
+
+
+@needs_numba
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@settings(max_examples=max(10, settings.default.max_examples // SHARE))
+@given(data=st.data())
+def test_primal_engines_match_reference(strategy, data):
+    """p = 2 (the strategy's draw for the p = 2 forms), delta and the soft margin drawn."""
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    params = data.draw(PARAMS["pumma"](form="dual"), label="params")
+    epochs = data.draw(st.integers(1, 3), label="epochs")
+    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    for engine in ENGINES:
+        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
+            actual = fp.primal(X, seq.y, epochs=epochs, engine=engine, **params)
+            _check(expected, actual, seq.X, f"primal {kind} {engine} {params}")
+
+
+def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (T, n)) * scale
+    y = np.where(X @ rng.standard_normal(n) + 0.2 > 0, 1, -1)
+    return X, np.where(rng.random(T) < 0.1, -y, y).astype(np.int64)
+
+
+@needs_numba
+@pytest.mark.parametrize("C", [None, "1/2"])
+def test_engines_agree_on_a_longer_run(C):
+    """Some thousands of trials, dense and CSR, delta > 0: identical decisions and pair,
+    scores, w, b and the slacks equal to rounding."""
+    X, y = _noisy(1500, 12, seed=1)
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
+    for data in (X, Xs):
+        a = fp.primal(data, y, epochs=2, delta="1/10", C=C, engine="numpy",
+                      record_scores=True)
+        b = fp.primal(data, y, epochs=2, delta="1/10", C=C, engine="numba",
+                      record_scores=True)
+        assert a.mistakes == b.mistakes and a.updates == b.updates
+        assert len(a.updates) > 300
+        assert (a.final["pos"], a.final["neg"]) == (b.final["pos"], b.final["neg"])
+        size = max(1.0, float(np.max(np.abs(a.scores))))
+        assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9 * size)
+        assert np.allclose(a.final["w"], b.final["w"], rtol=1e-8, atol=1e-8)
+        assert np.isclose(a.final["b"], b.final["b"], rtol=1e-8, atol=1e-8)
+        assert ("xi" in b.final) == (C is not None)
+        if C is not None:
+            assert np.allclose(a.final["xi"], b.final["xi"], rtol=1e-8, atol=1e-10)
+            assert np.count_nonzero(b.final["xi"]) > 100
+
+
+@needs_numba
+def test_start_up_with_an_infeasible_pair_and_a_mistake_free_store():
+    """The first negative is stored without a mistake (score -1); the first positive equals
+    it, so the pair is infeasible (hard margin): no update, the positive is not stored; the
+    next positive completes the pair.  Both engines and the reference agree."""
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0], [3.0, -1.0], [0.5, 0.5], [2.0, 1.0]])
+    y = np.array([-1, 1, 1, 1, -1, 1])
+    expected = reference(X, y, epochs=2, record_scores=True)
+    assert expected.updates[:2] == [0, 3] and expected.mistakes[0] == 1
+    for engine in ENGINES:
+        for data in (X, sp.csr_matrix(X)):
+            _check(expected, fp.primal(data, y, epochs=2, engine=engine), X, engine)
+
+
+@needs_numba
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_overflow_names_the_same_trial_in_both_engines(kind):
+    X, y = _noisy(40, 3, seed=2, scale=1e-160)
+    X[7] = X[np.flatnonzero(y != y[7])[-1]]
+    X[7, 0] += 1e-300  # a pair differing by 1e-300: w ~ 1e300, the next scores overflow
+    data = sp.csr_matrix(X) if kind == "csr" else X
+    messages = []
+    for engine in ENGINES:
+        with pytest.raises(FloatRangeError) as info:
+            fp.primal(data, y, epochs=2, engine=engine)
+        assert "\n" not in str(info.value)
+        messages.append(str(info.value).split(":")[0])
+    assert messages[0] == messages[1] and messages[0].startswith("trial ")
+
+
+@needs_numba
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("row", [0, 30])
+def test_nan_or_infinity_in_x_is_validates_data_error(bad, row):
+    """Row 0 is scored at start-up (w = 0), row 30 after it: the same DataError."""
+    X, y = _noisy(50, 4, seed=3)
+    X[row, 2] = bad
+    word = "NaN" if np.isnan(bad) else "an infinity"
+    for data in (X, sp.csr_matrix(X)):
+        for engine in ENGINES:
+            with pytest.raises(DataError, match=f"X contains {word}") as info:
+                fp.primal(data, y, engine=engine, C="1/4")
+            assert "\n" not in str(info.value)
+
+
+def _no_loop() -> None:
+    pytest.fail("the compiled loop ran where the numpy path must")
+
+
+@needs_numba
+def test_shadow_runs_and_p_above_2_take_the_numpy_path(monkeypatch):
+    """Under forced_updates, in forced_run and for p > 2 the compiled loop is not called,
+    whatever the engine asked; the runs are the numpy engine's."""
+    X, y = _noisy(60, 4, seed=4)
+    free = fp.primal(X, y, epochs=2, C="1/4", engine="numpy")
+    forced = sorted(set(free.updates[::2]))
+    with forced_updates(forced):
+        expected = fp.primal(X, y, epochs=2, C="1/4", engine="numpy", record_scores=True)
+    assert expected.updates != free.updates and len(expected.updates) > 10
+    monkeypatch.setattr(_compiled_pumma, "loops", _no_loop)
+    with forced_updates(forced):
+        trace = fp.primal(X, y, epochs=2, C="1/4", engine="numba", record_scores=True)
+    assert trace.updates == expected.updates and trace.scores == expected.scores
+    shadow, tested = fp.forced_run("primal", X, y, 2, "linear", {"C": "1/4"}, forced)
+    assert shadow.updates == expected.updates and len(tested) == 120
+    for p in (Fraction(3), 4):
+        runs = [fp.primal(X, y, p=p, engine=engine) for engine in ("numba", "numpy")]
+        assert runs[0].updates == runs[1].updates and runs[0].final == runs[1].final
+
+
+@needs_numba
+def test_auto_and_the_registry_take_the_compiled_loop(monkeypatch):
+    X, y = _noisy(80, 5, seed=6)
+    assert "primal" in registry.get("pumma").engine_forms
+    expected = fp.primal(X, y, engine="numba", C="1")
+    for trace in (fp.primal(X, y, C="1"),
+                  registry.run("pumma", X, y, impl="fast", C="1"),
+                  registry.run("pumma", X, y, impl="fast", engine="numba", C="1")):
+        assert trace.updates == expected.updates and trace.final == expected.final
+    calls = []
+    real = _compiled_pumma.loops
+    monkeypatch.setattr(_compiled_pumma, "loops", lambda: calls.append(1) or real())
+    fp.primal(X, y)
+    registry.run("pumma", X, y, impl="fast", engine="numpy")
+    assert calls == [1]
+
+
+def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
+    monkeypatch.setattr(_compiled, "available", lambda: False)
+    X, y = _noisy(20, 3, seed=5)
+    with pytest.raises(ParamError, match="needs numba") as info:
+        fp.primal(X, y, engine="numba")
+    assert "\n" not in str(info.value)
+    assert fp.primal(X, y, engine="auto").updates == fp.primal(X, y, engine="numpy").updates
+    with pytest.raises(ParamError, match="engine must be one of") as info:
+        fp.primal(X, y, engine="fortran")
+    assert "\n" not in str(info.value)
