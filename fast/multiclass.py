@@ -36,6 +36,7 @@ state, hypotheses and traces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -48,10 +49,71 @@ from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
 from . import _compiled
+from . import _compiled_multiclass as cm
 from .driver import MAX_BLOCK, MIN_BLOCK, float_range_error
 
 #: Examples per block of the compiled dual pass for K >= 2 learners (``_dual_compiled``).
 DUAL_BLOCK = 256
+
+
+class _Log:
+    """One learner's run so far, as arrays, a chunk or more per call of ``train``: the
+    trials it updated on (run-wide numbers), the support id and label of each update, the
+    trials the alpha-bound blocked, the trials it made a mistake on.  The numpy engine
+    notes its updates one at a time (:meth:`note`) and :meth:`flush` turns them into a
+    chunk at the end of the call; the compiled engine adds whole arrays (:meth:`add`)."""
+
+    __slots__ = ("updates", "seq", "ys", "blocked", "mistakes", "last", "_pending")
+
+    def __init__(self) -> None:
+        self.updates: list[np.ndarray] = []
+        self.seq: list[np.ndarray] = []
+        self.ys: list[np.ndarray] = []
+        self.blocked: list[np.ndarray] = []
+        self.mistakes: list[np.ndarray] = []
+        self.last = -1  # the trial of the last update
+        self._pending: tuple[list[int], list[int], list[float]] = ([], [], [])
+
+    def add(self, updates: np.ndarray, seq: np.ndarray, ys: np.ndarray) -> None:
+        self.updates.append(updates)
+        self.seq.append(seq)
+        self.ys.append(ys)
+        if updates.shape[0]:
+            self.last = int(updates[-1])
+
+    def note(self, trial: int, s: int, label: float) -> None:
+        pending = self._pending
+        pending[0].append(trial)
+        pending[1].append(s)
+        pending[2].append(label)
+        self.last = trial
+
+    def flush(self) -> None:
+        trials, seq, ys = self._pending
+        if trials:
+            self.add(np.array(trials, dtype=np.int64), np.array(seq, dtype=np.int64),
+                     np.array(ys, dtype=np.float64))
+            self._pending = ([], [], [])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The update trials, support ids and labels, each one array."""
+        for chunks, dtype in ((self.updates, np.int64), (self.seq, np.int64),
+                              (self.ys, np.float64)):
+            if len(chunks) != 1:  # joined once: later calls find one chunk
+                chunks[:] = [np.concatenate(chunks) if chunks else np.zeros(0, dtype)]
+        return self.updates[0], self.seq[0], self.ys[0]
+
+    def votes(self, trials: int) -> np.ndarray:
+        """c_0 .. c_K: the trials between two updates (the last one: up to ``trials``)
+        less the trials the alpha-bound blocked while that hypothesis was in force."""
+        updates = self.arrays()[0]
+        bounds = np.concatenate([[-1], updates, [trials]])
+        votes = np.diff(bounds) - 1
+        if self.blocked:
+            blocked = np.concatenate(self.blocked)
+            votes -= np.bincount(np.searchsorted(updates, blocked),
+                                 minlength=updates.shape[0] + 1)
+        return votes.astype(np.int64)
 
 
 class PerceptronOvR:
@@ -91,13 +153,7 @@ class PerceptronOvR:
         self.origin = np.zeros(16, dtype=np.int64)  # each support's row among all calls'
         self.rows_seen = 0
         self.coef = np.zeros((16, self.K))                   # dual: eta alpha_s y_s
-        # per learner: update trials (run-wide), the support id and label of each update,
-        # trials blocked by the alpha-bound under each hypothesis
-        self.updates: list[list[int]] = [[] for _ in range(self.K)]
-        self.mistakes: list[list[np.ndarray]] = [[] for _ in range(self.K)]
-        self.seq: list[list[int]] = [[] for _ in range(self.K)]
-        self.seq_y: list[list[float]] = [[] for _ in range(self.K)]
-        self.blocked: list[list[int]] = [[0] for _ in range(self.K)]
+        self.logs = [_Log() for _ in range(self.K)]          # per learner, its run so far
         self.trials = 0
         self.calls: list[tuple[int, int]] = []               # (rows, epochs) of each call
         self.gap = [float(MIN_BLOCK * 4)] * self.K
@@ -137,6 +193,8 @@ class PerceptronOvR:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for epoch in range(epochs):
                 self._epoch(self.trials + epoch * T)
+        for log in self.logs:
+            log.flush()
         self.trials += epochs * T
         self.rows_seen += T
         self.calls.append((T, epochs))
@@ -162,7 +220,7 @@ class PerceptronOvR:
             pos = stop
         margins = self.Y * decided
         for k in range(self.K):
-            self.mistakes[k].append(np.flatnonzero(margins[:, k] <= 0) + base)
+            self.logs[k].mistakes.append(np.flatnonzero(margins[:, k] <= 0) + base)
 
     def _not_finite(self, scores: np.ndarray, base: int, pos: int) -> None:
         if self.form == "primal" and not sp.issparse(self.X):
@@ -175,8 +233,6 @@ class PerceptronOvR:
     def _train_compiled(self, X: Any, Y: np.ndarray, epochs: int) -> None:
         """The run by ``fast._compiled_multiclass`` (module docstring there): the same
         state and hypothesis statistics as the numpy pass leaves."""
-        from . import _compiled_multiclass as cm
-
         if sp.issparse(X):  # the compiled loops' CSR: float64, int32 indices, canonical
             if not canonical_csr(X):
                 X = sp.csr_matrix(X, dtype=np.float64, copy=True)
@@ -184,135 +240,151 @@ class PerceptronOvR:
                 X.sort_indices()
         else:
             X = np.ascontiguousarray(X, dtype=np.float64)
-        T, K = X.shape[0], self.K
-        loops = cm.loops()
-        alpha = np.zeros((T, K), dtype=np.int64)
+        T = X.shape[0]
+        alpha = np.zeros((T, self.K), dtype=np.int64)
         slot = np.full(T, -1, dtype=np.int64)
-        flags = np.zeros((K, epochs * T), dtype=np.uint8)
+        flags = np.zeros((self.K, epochs * T), dtype=np.uint8)
+        n_support = np.array([self.n_support], dtype=np.int64)
+        state = np.zeros(1)
         use_lam = bool(self.lam)
         lam_terms = (self.lam * Y * self.kernel.diagonal(X)[:, None] if use_lam
                      else np.zeros((1, 1)))
         bound = -1 if self.bound is None else int(self.bound)
-        state = np.zeros(1)
-        first = self.n_support
-        n_support = np.array([first], dtype=np.int64)
         with np.errstate(over="ignore", invalid="ignore"):
-            if self.form == "primal" and K == 1:
+            if self.form == "primal" and self.K == 1:
                 bad = self._binary_primal(X, Y, epochs, lam_terms, use_lam, bound, alpha,
                                           slot, n_support, flags, state)
             elif self.form == "primal":
                 dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
-                bad = loops.ovr_primal(dense, indptr, indices, data, sparse, Y, epochs,
-                                       self.eta, self.C, self.tau, lam_terms, use_lam, bound,
-                                       self.W, self.b, alpha, slot, n_support, flags, state)
+                bad = cm.loops().ovr_primal(
+                    dense, indptr, indices, data, sparse, Y, epochs, self.eta, self.C,
+                    self.tau, lam_terms, use_lam, bound, self.W, self.b, alpha, slot,
+                    n_support, flags, state)
             else:
                 bad = self._dual_compiled(X, Y, epochs, lam_terms, use_lam, bound, alpha,
                                           slot, n_support, flags, state)
         # the primal loops score every row: a NaN or infinity in X, named as validate() does
         _compiled.raise_if_bad(bad, T, state[0], X if self.form == "primal" else None,
                                self.trials)
-        S = int(n_support[0])
+        self._keep_supports(X, alpha, slot, int(n_support[0]))
+        self._record_flags(flags, slot, Y)
+        self.trials += epochs * T
+        self.rows_seen += T
+        self.calls.append((T, epochs))
+
+    def _keep_supports(self, X: Any, alpha: np.ndarray, slot: np.ndarray, S: int) -> None:
+        """Store this call's new supports (ids n_support .. S-1, numbered by the loops in
+        ``slot``): their row among all calls', their counts, their rows (primal; the dual
+        loops write the rows they score with)."""
+        first = self.n_support
         self._reserve(S)
         examples = np.empty(S - first, dtype=np.int64)  # this call's supports, by id
         used = np.flatnonzero(slot >= 0)
         examples[slot[used] - first] = used
         if self.form == "primal" and S > first:
-            self.rows[first:S] = X[examples].toarray() if sp.issparse(X) else X[examples]
+            if sp.issparse(X):
+                self.rows[first:S] = X[examples].toarray()
+            else:
+                np.take(X, examples, axis=0, out=self.rows[first:S])
         self.origin[first:S] = self.rows_seen + examples
         self.counts[first:S] = alpha[examples]
         self.n_support = S
-        learner, trial = np.nonzero(flags)  # every flagged trial, learner by learner
-        kinds = flags[learner, trial]
-        edges = np.searchsorted(learner, np.arange(K + 1))
-        for k in range(K):
-            t, f = trial[edges[k]:edges[k + 1]], kinds[edges[k]:edges[k + 1]]
-            updates = t[(f & _compiled.UPDATE) != 0]
-            self.mistakes[k].append(t[(f & _compiled.MISTAKE) != 0] + self.trials)
+
+    def _record_flags(self, flags: np.ndarray, slot: np.ndarray, Y: np.ndarray) -> None:
+        """Each learner's mistakes, updates (trial, support id, label) and blocked trials
+        from the loops' flags (K x trials of this call), numbered run-wide."""
+        T = Y.shape[0]
+        for k, log in enumerate(self.logs):
+            trial = np.flatnonzero(flags[k])
+            kinds = flags[k, trial]
+            updates = trial[(kinds & _compiled.UPDATE) != 0]
             at = updates % T
-            self.updates[k].extend((updates + self.trials).tolist())
-            self.seq[k].extend(slot[at].tolist())
-            self.seq_y[k].extend(Y[at, k].tolist())
-            blocked = np.bincount(np.searchsorted(updates, t[(f & _compiled.BLOCKED) != 0]),
-                                  minlength=updates.shape[0] + 1)
-            self.blocked[k][-1] += int(blocked[0])
-            self.blocked[k].extend(blocked[1:].tolist())
-        self.trials += epochs * T
-        self.rows_seen += T
-        self.calls.append((T, epochs))
+            log.mistakes.append(trial[(kinds & _compiled.MISTAKE) != 0] + self.trials)
+            log.add(updates + self.trials, slot[at], Y[at, k])
+            blocked = trial[(kinds & _compiled.BLOCKED) != 0]
+            if blocked.shape[0]:
+                log.blocked.append(blocked + self.trials)
 
     def _dual_compiled(self, X: np.ndarray, Y: np.ndarray, epochs: int,
                        lam_terms: np.ndarray, use_lam: bool, bound: int, alpha: np.ndarray,
                        slot: np.ndarray, n_support: np.ndarray, flags: np.ndarray,
                        state: np.ndarray) -> int:
-        """The dual run by the compiled loops: per trial for one learner (the binary loop's
-        arithmetic), by blocks for K >= 2.  A block of B examples is scored against the S0
-        supports of its start at once (``kernel_block``: the B x S0 kernel values, the
-        Gaussian kernel's exp by numpy's vectorised exp, not one call per value;
-        ``block_scores``: their products with the S0 x K coefficients); ``ovr_dual_block``
-        then walks the block trial by trial, adding each update's term to the rest of the
-        block.  Level-2 BLAS only (one ``dgemv`` per row): a level-3 product runs
-        multi-threaded, and two OpenBLAS thread pools (numpy's and scipy's, which numba
-        calls) made a 256 x 600 product 100 times slower on a busy 2-core machine.
-        Returns what the loops return (the first trial whose score is not finite, or
-        DONE)."""
-        from . import _compiled_multiclass as cm
-
+        """The dual run by the compiled loops: per trial for one learner (``ovr_dual``, the
+        binary loop's arithmetic), by blocks for K >= 2 (:meth:`_dual_block`).  Whenever
+        the support store is full the loops return; the store doubles and the run resumes
+        at the trial they name.  Returns what the loops return (the first trial whose score
+        is not finite, or DONE)."""
         loops = cm.loops()
         kern = self.kernel
-        kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
-        degree, gamma, coef0 = kern.degree, float(kern.gamma), float(kern.coef0)
+        kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree,
+                  float(kern.gamma), float(kern.coef0))
+        rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
         T = X.shape[0]
         sq = np.einsum("ij,ij->i", X, X)
         first = int(n_support[0])
-        sq_rows = np.zeros(self.rows.shape[0])
-        sq_rows[:first] = np.einsum("ij,ij->i", self.rows[:first], self.rows[:first])
+        self._sq_rows = np.zeros(self.rows.shape[0])
+        self._sq_rows[:first] = np.einsum("ij,ij->i", self.rows[:first], self.rows[:first])
 
-        def grow() -> np.ndarray:
-            S = int(n_support[0])
-            self._reserve(2 * S)
-            grown = np.zeros(self.rows.shape[0])
-            grown[:S] = sq_rows[:S]
-            return grown
+        def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
+            return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
+                    flags, state)
 
         if self.K == 1:
             start = 0
             while True:
-                bad = loops.ovr_dual(X, sq, Y, epochs, start, kind, degree, gamma, coef0,
-                                     self.eta, self.C, self.tau, lam_terms, use_lam, bound,
-                                     self.rows, sq_rows, self.coef, self.b, alpha, slot,
-                                     n_support, flags, state)
+                bad = loops.ovr_dual(X, sq, Y, epochs, start, *kernel, *rule, *store())
                 if bad > cm.FULL_BASE:
                     return int(bad)
                 start = cm.FULL_BASE - int(bad)
-                sq_rows = grow()
+                self._grow_dual_store(int(n_support[0]))
         for epoch in range(epochs):
             lo = 0
             while lo < T:
                 S0 = int(n_support[0])
                 # at most DUAL_BLOCK examples, and at most 2^22 kernel values in the block
                 hi = min(T, lo + max(MIN_BLOCK, min(DUAL_BLOCK, (1 << 22) // max(S0, 1))))
-                Kb = np.empty((hi - lo, S0))
-                loops.kernel_block(X, lo, hi, sq, self.rows, sq_rows, S0, kind, degree,
-                                   gamma, coef0, Kb)
-                if kind == 2:
-                    np.exp(Kb, out=Kb)
-                base = np.zeros((hi - lo, self.K))
-                loops.block_scores(Kb, self.coef, S0, base)
-                start = lo
-                while True:
-                    bad = loops.ovr_dual_block(
-                        X, sq, Y, lo, hi, start, epoch * T, S0, Kb, base, kind, degree,
-                        gamma, coef0, self.eta, self.C, self.tau, lam_terms, use_lam, bound,
-                        self.rows, sq_rows, self.coef, self.b, alpha, slot, n_support, flags,
-                        state)
-                    if bad > cm.FULL_BASE:
-                        break
-                    start = cm.FULL_BASE - int(bad) - epoch * T
-                    sq_rows = grow()
+                bad = self._dual_block(X, sq, Y, lo, hi, epoch * T, kernel, rule, store,
+                                       n_support)
                 if bad != cm.DONE:
-                    return int(bad)
+                    return bad
                 lo = hi
         return cm.DONE
+
+    def _dual_block(self, X: np.ndarray, sq: np.ndarray, Y: np.ndarray, lo: int, hi: int,
+                    offset: int, kernel: tuple[Any, ...], rule: tuple[Any, ...],
+                    store: Callable[[], tuple[np.ndarray, ...]], n_support: np.ndarray) -> int:
+        """Examples lo .. hi-1 (trials offset + lo ..) for K >= 2 learners.  The block is
+        scored against the S0 supports of its start at once (``kernel_block``: the
+        B x S0 kernel values, the Gaussian kernel's exp by numpy's vectorised exp, not one
+        call per value; ``block_scores``: their products with the S0 x K coefficients);
+        ``ovr_dual_block`` then walks the block trial by trial, adding each update's term
+        to the rest of the block.  Level-2 BLAS only (one ``dgemv`` per row): a level-3
+        product runs multi-threaded, and two OpenBLAS thread pools (numpy's and scipy's,
+        which numba calls) made a 256 x 600 product 100 times slower on a busy 2-core
+        machine."""
+        loops = cm.loops()
+        S0 = int(n_support[0])
+        Kb = np.empty((hi - lo, S0))
+        loops.kernel_block(X, lo, hi, sq, self.rows, self._sq_rows, S0, *kernel, Kb)
+        if kernel[0] == 2:
+            np.exp(Kb, out=Kb)
+        base = np.zeros((hi - lo, self.K))
+        loops.block_scores(Kb, self.coef, S0, base)
+        start = lo
+        while True:
+            bad = loops.ovr_dual_block(X, sq, Y, lo, hi, start, offset, S0, Kb, base,
+                                       *kernel, *rule, *store())
+            if bad > cm.FULL_BASE:
+                return int(bad)
+            start = cm.FULL_BASE - int(bad) - offset
+            self._grow_dual_store(int(n_support[0]))
+
+    def _grow_dual_store(self, S: int) -> None:
+        """Double the support store of the compiled dual run, its squared norms kept."""
+        self._reserve(2 * S)
+        grown = np.zeros(self.rows.shape[0])
+        grown[:S] = self._sq_rows[:S]
+        self._sq_rows = grown
 
     def _binary_primal(self, X: Any, Y: np.ndarray, epochs: int, lam_terms: np.ndarray,
                        use_lam: bool, bound: int, alpha: np.ndarray, slot: np.ndarray,
@@ -332,8 +404,10 @@ class PerceptronOvR:
         self.b[0] = binary[0]
         state[0] = binary[1]
         updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T
-        examples, first = np.unique(updated, return_index=True)
-        order = examples[np.argsort(first, kind="stable")]
+        first = np.full(T, updated.shape[0])  # each example's first update, by its rank
+        np.minimum.at(first, updated, np.arange(updated.shape[0]))
+        examples = np.flatnonzero(first < updated.shape[0])
+        order = examples[np.argsort(first[examples])]
         slot[order] = np.arange(n_support[0], n_support[0] + order.shape[0])
         n_support[0] += order.shape[0]
         return int(bad)
@@ -390,12 +464,13 @@ class PerceptronOvR:
                 blocked = wants & ~room
                 wants &= room
             hit = int(np.argmax(wants))
+            if room is not None:  # the blocked trials up to the update (or the block's end)
+                end = hit if wants[hit] else B - cur
+                if blocked[:end].any():
+                    self.logs[k].blocked.append(np.flatnonzero(blocked[:end])
+                                                + (base + pos + cur))
             if not wants[hit]:  # no update in the rest of the block
-                if room is not None:
-                    self.blocked[k][-1] += int(np.count_nonzero(blocked))
                 break
-            if room is not None:
-                self.blocked[k][-1] += int(np.count_nonzero(blocked[:hit]))
             j = pos + cur + hit
             self._update(k, j, base + j)
             cur += hit + 1
@@ -418,12 +493,9 @@ class PerceptronOvR:
         else:
             self.counts[s, k] += 1
             self.coef[s, k] = self.eta * int(self.counts[s, k]) * label
-        updates = self.updates[k]
-        self.gap[k] = 0.5 * self.gap[k] + 0.5 * (trial - (updates[-1] if updates else -1))
-        updates.append(trial)
-        self.seq[k].append(s)
-        self.seq_y[k].append(label)
-        self.blocked[k].append(0)
+        log = self.logs[k]
+        self.gap[k] = 0.5 * self.gap[k] + 0.5 * (trial - log.last)
+        log.note(trial, s, label)
 
     def _new_support(self, j: int) -> int:
         s = self.n_support
@@ -460,8 +532,7 @@ class PerceptronOvR:
     # -- the hypotheses (Figure 2) ------------------------------------------------------------
     def votes(self, k: int) -> np.ndarray:
         """c_0 .. c_K of learner k: the trials between two updates less the blocked ones."""
-        bounds = np.concatenate([[-1], self.updates[k], [self.trials]])
-        return (np.diff(bounds) - 1 - np.asarray(self.blocked[k])).astype(np.int64)
+        return self.logs[k].votes(self.trials)
 
     def hypotheses(self) -> dict[str, Any]:
         """Per learner, the dual coefficients over the support store (eta alpha y summed) and
@@ -473,10 +544,10 @@ class PerceptronOvR:
                                for m in ("last", "longest_survivor", "averaged")}
         out["longest_index"] = np.zeros(self.K, dtype=np.int64)
         out["total_votes"] = np.zeros(self.K, dtype=np.int64)
+        out["votes"] = [self.votes(k) for k in range(self.K)]
         for k in range(self.K):
-            votes = self.votes(k)
-            seq = np.asarray(self.seq[k], dtype=np.int64)
-            ys = np.asarray(self.seq_y[k])
+            votes = out["votes"][k]
+            _, seq, ys = self.logs[k].arrays()
             longest = int(np.argmax(votes))
             after = np.cumsum(votes[::-1])[::-1]
             total = int(votes.sum())
@@ -485,8 +556,8 @@ class PerceptronOvR:
                                       ("longest_survivor",
                                        (np.arange(len(seq)) < longest).astype(float), 1),
                                       ("averaged", after[1:].astype(float), total)):
-                coef, bias = out[mode]
-                np.add.at(coef[:, k], seq, self.eta * ys * weights)
+                coef, bias = out[mode]  # the terms summed in update order, as np.add.at
+                coef[:, k] = np.bincount(seq, self.eta * ys * weights, minlength=S)
                 bias[k] = b0 * self.b0 + self.eta * self.C * float(ys @ weights)
         out["last"][1][:] = self.b  # the bias the run built
         self._hyp = out
@@ -523,16 +594,17 @@ class PerceptronOvR:
         out = np.zeros((m, self.K))
         if not S:
             return out
+        votes = self.hypotheses()["votes"]
         for lo in range(0, m, 1024):
             G = self.kernel.matrix(X[lo:lo + 1024], self.rows[:S])
             for k in range(self.K):
-                if not self.seq[k]:
+                _, seq, ys = self.logs[k].arrays()
+                if not seq.shape[0]:
                     continue
-                seq = np.asarray(self.seq[k], dtype=np.int64)
-                steps = (self.eta * np.asarray(self.seq_y[k])) * (G[:, seq] + self.C)
+                steps = (self.eta * ys) * (G[:, seq] + self.C)
                 steps[:, 0] += self.b0
                 s = np.cumsum(steps, axis=1)
-                out[lo:lo + 1024, k] = np.sign(s) @ self.votes(k)[1:].astype(np.float64)
+                out[lo:lo + 1024, k] = np.sign(s) @ votes[k][1:].astype(np.float64)
         return out
 
     # -- traces ---------------------------------------------------------------------------
@@ -551,9 +623,9 @@ class PerceptronOvR:
         hyp = self.hypotheses()
         out = []
         for k in range(self.K):
-            upd = np.asarray(self.updates[k], dtype=np.int64)
+            upd = self.logs[k].arrays()[0]
             examples = upd % T
-            votes = self.votes(k)
+            votes = hyp["votes"][k]
             longest = int(hyp["longest_index"][k])
             total = int(hyp["total_votes"][k])
             after = np.cumsum(votes[::-1])[::-1]
@@ -576,8 +648,8 @@ class PerceptronOvR:
                 **state(examples[:longest], ones[:longest], "longest_survivor")}
             final["averaged"] = {"total_votes": total,
                                  **state(examples, after[1:].astype(np.int64), "averaged")}
-            mistakes = (np.concatenate(self.mistakes[k]).tolist() if self.mistakes[k]
-                        else [])
+            mistakes = (np.concatenate(self.logs[k].mistakes).tolist()
+                        if self.logs[k].mistakes else [])
             out.append(Trace(algorithm="perceptron", form=self.form, kernel=self.kernel.spec,
                              params=dict(self.params), n_examples=T, epochs=epochs,
                              mistakes=mistakes, updates=upd.tolist(), final=final))
@@ -634,9 +706,9 @@ def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
         shared = _compiled.choose(engine or "auto",
                                   compiled_serves=not sp.issparse(X)) == "numba"
     if not shared:
-        extra = {} if engine is None else {"engine": engine}
         return classes, [run(algorithm, X, Y[:, k], impl="fast", form=form, kernel=kernel,
-                             epochs=epochs, **params, **extra) for k in range(Y.shape[1])]
+                             epochs=epochs, engine=engine, **params)
+                         for k in range(Y.shape[1])]
     X, _ = validate(X, Y[:, 0])
     model = PerceptronOvR(X.shape[1], Y.shape[1], form=form, kernel=kernel,
                           engine=engine or "auto", **params)

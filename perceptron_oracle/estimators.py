@@ -286,40 +286,39 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
     @property
     def coef_(self) -> np.ndarray:
         """w of each learner (1 x n for two classes, K x n), where the state is primal."""
-        check_is_fitted(self, "classes_")
-        if not parse_kernel(self.kernel).is_linear:
-            raise AttributeError("coef_: the state is a kernel expansion (see dual_coef_)")
+        self._require_state("coef_", primal=True)
         return self._primal()[0]
 
     @property
     def intercept_(self) -> np.ndarray:
-        check_is_fitted(self, "classes_")
-        if not parse_kernel(self.kernel).is_linear:
-            raise AttributeError("intercept_: the state is a kernel expansion")
+        self._require_state("intercept_", primal=True)
         return self._primal()[1]
 
     @property
     def support_(self) -> np.ndarray:
         """Indices of the support examples among the rows given since the last ``fit``."""
-        check_is_fitted(self, "classes_")
-        self._require_kernel("support_")
+        self._require_state("support_", primal=False)
         return np.asarray(self._origin()[self._dual()[0]])
 
     @property
     def support_vectors_(self) -> Any:
-        check_is_fitted(self, "classes_")
-        self._require_kernel("support_vectors_")
+        self._require_state("support_vectors_", primal=False)
         return self._X_run[self._dual()[0]]
 
     @property
     def dual_coef_(self) -> np.ndarray:
         """Coefficients (K x S) of the support vectors in each learner's score."""
-        check_is_fitted(self, "classes_")
-        self._require_kernel("dual_coef_")
+        self._require_state("dual_coef_", primal=False)
         return np.asarray(self._dual()[1].T)
 
-    def _require_kernel(self, name: str) -> None:
-        if parse_kernel(self.kernel).is_linear:
+    def _require_state(self, name: str, primal: bool) -> None:
+        """The estimator is fitted and its state is the kind attribute ``name`` reads:
+        primal (w, b) with the linear kernel, a kernel expansion with any other."""
+        check_is_fitted(self, "classes_")
+        linear = parse_kernel(self.kernel).is_linear
+        if primal and not linear:
+            raise AttributeError(f"{name}: the state is a kernel expansion (see dual_coef_)")
+        if linear and not primal:
             raise AttributeError(f"{name}: the state is primal with the linear kernel "
                                  "(see coef_)")
 
@@ -430,14 +429,12 @@ class Perceptron(_OnlineClassifier):
 
     @property
     def support_(self) -> np.ndarray:
-        check_is_fitted(self, "classes_")
-        self._require_kernel("support_")
+        self._require_state("support_", primal=False)
         return np.asarray(self._model.origin[self._dual()[0]])
 
     @property
     def support_vectors_(self) -> Any:
-        check_is_fitted(self, "classes_")
-        self._require_kernel("support_vectors_")
+        self._require_state("support_vectors_", primal=False)
         return self._model.rows[self._dual()[0]]
 
     def _traces(self) -> list[Any]:
@@ -470,7 +467,7 @@ def _family(algorithm: str, class_name: str, doc: str) -> type:
 
 HigherOrderPerceptron = _family(
     "higher_order", "HigherOrderPerceptron",
-    "HO_p(c), Brotto, Gentile & Vitale 2006 (SPEC.md section 10), on X as given (the paper "
+    "HO_p(c), Brotto, Gentile & Vitale 2007 (SPEC.md section 10), on X as given (the paper "
     "normalises instances: use ``preprocessing.normalize`` first).")
 PNormPerceptron = _family(
     "pnorm_perceptron", "PNormPerceptron",

@@ -35,7 +35,7 @@ class Output:
     draw: Callable[[Any], None] | None = None   # draws on a matplotlib Figure
 
 
-# -- HO: Brotto, Gentile & Vitale (2006), section 4, Task 1 (Figure 2) ------------------------
+# -- HO: Brotto, Gentile & Vitale (2007), section 4, Task 1 (Figure 2) ------------------------
 
 def _ho_artificial(args: argparse.Namespace, engine: Engine) -> Output:
     from . import higher_order as ho
@@ -80,7 +80,7 @@ def _ho_artificial(args: argparse.Namespace, engine: Engine) -> Output:
             axes[1][col].set_xlabel("epochs")
         axes[0][0].legend(fontsize=7)
 
-    return Output("Brotto, Gentile & Vitale (2006), section 4, Task 1: Artificial 0.0 / 0.1 "
+    return Output("Brotto, Gentile & Vitale (2007), section 4, Task 1: Artificial 0.0 / 0.1 "
                   f"({'reduced size' if args.quick else 'paper size'}, seed {args.seed})",
                   table, ["noise", "algorithm", "p", "c", "epoch", "updates",
                           "total_updates", "test_error"], rows, checks, draw)
@@ -180,25 +180,9 @@ def _pumma_r_of_k(args: argparse.Namespace, engine: Engine) -> Output:
             table_rows.extend(pumma.summarize(p, r, k, runs_by, optimum))
     rows = [[row["p"], row["r"], row["bias"], row["algorithm"], row["updates"], row["epochs"],
              row["margin"], row["target_margin"], row["converged"]] for row in table_rows]
-    checks = []
     by = {(row["p"], row["bias"], row["algorithm"]): row for row in table_rows}
     biases = sorted({row["bias"] for row in table_rows}, reverse=True)
-    for p, rival in (("2", "romma+aug"), ("2ln(n)", "alma+aug")):
-        ratios = []
-        for bias in biases:
-            if (p, bias, rival) not in by:
-                continue
-            ours, theirs = by[(p, bias, "pumma")], by[(p, bias, rival)]
-            note = "" if ours["converged"] and theirs["converged"] else " (a run did not converge)"
-            checks.append((f"p={p}, bias {bias}: PUMMA needs fewer updates than {rival} "
-                           f"({ours['updates']:.0f} vs {theirs['updates']:.0f}){note}",
-                           ours["updates"] < theirs["updates"]))
-            ratios.append(theirs["updates"] / max(ours["updates"], 1.0))
-        if len(ratios) >= 2:
-            checks.append((f"p={p}: the advantage is largest at the largest bias ({rival}/PUMMA "
-                           f"update ratio {ratios[0]:.2f} at bias {biases[0]}, "
-                           f"{ratios[-1]:.2f} at bias {biases[-1]})",
-                           ratios[0] >= max(ratios)))
+    checks = _pumma_checks(by, biases)
 
     def draw(fig: Any) -> None:
         axes = fig.subplots(1, len(algorithms), squeeze=False)[0]
@@ -220,6 +204,32 @@ def _pumma_r_of_k(args: argparse.Namespace, engine: Engine) -> Output:
                    "target_margin", "converged"], rows, checks, draw)
 
 
+def _pumma_checks(by: dict[tuple[str, Any, str], dict[str, Any]],
+                  biases: list[Any]) -> list[tuple[str, bool | None]]:
+    """Section 5.1's findings on this run (``by``: the summary row of each p, bias and
+    algorithm; ``biases`` largest first): with the augmented bias, PUMMA needs fewer
+    updates than ROMMA (p = 2) and than ALMA (p = 2 ln n), and its advantage is largest
+    at the largest bias."""
+    checks: list[tuple[str, bool | None]] = []
+    for p, rival in (("2", "romma+aug"), ("2ln(n)", "alma+aug")):
+        ratios = []
+        for bias in biases:
+            if (p, bias, rival) not in by:
+                continue
+            ours, theirs = by[(p, bias, "pumma")], by[(p, bias, rival)]
+            note = "" if ours["converged"] and theirs["converged"] else " (a run did not converge)"
+            checks.append((f"p={p}, bias {bias}: PUMMA needs fewer updates than {rival} "
+                           f"({ours['updates']:.0f} vs {theirs['updates']:.0f}){note}",
+                           ours["updates"] < theirs["updates"]))
+            ratios.append(theirs["updates"] / max(ours["updates"], 1.0))
+        if len(ratios) >= 2:
+            checks.append((f"p={p}: the advantage is largest at the largest bias ({rival}/PUMMA "
+                           f"update ratio {ratios[0]:.2f} at bias {biases[0]}, "
+                           f"{ratios[-1]:.2f} at bias {biases[-1]})",
+                           ratios[0] >= max(ratios)))
+    return checks
+
+
 def _pumma_task(p: str, r: int, i: int, algorithm: str, seed: int,
                 sizes: tuple[tuple[str, int], ...]) -> Any:
     from . import pumma
@@ -228,40 +238,70 @@ def _pumma_task(p: str, r: int, i: int, algorithm: str, seed: int,
 
 # -- Khardon & Wachman (2007), section 3 ------------------------------------------------------
 
-#: Table 4 (f = 50, M = 0.05): noise -> hypothesis -> the six columns of SEARCH_COLUMNS
-TABLE4: dict[float, dict[str, tuple[float, ...]]] = {
-    0.0: {"last": (95.4, 97, 95.6, 96.1, 96.8, 97),
-          "longest": (95.4, 96.6, 95.6, 95.9, 97.3, 96.8),
-          "voted": (95.4, 96.6, 95.4, 96.1, 96.8, 97)},
-    0.05: {"last": (81.7, 89.4, 87, 89.5, 89.7, 89.9),
-           "longest": (86.6, 89.7, 87, 89.3, 89.9, 89.9),
-           "voted": (87.5, 89.4, 87, 89.5, 89.7, 90.2)},
-    0.1: {"last": (77.8, 84.6, 81.9, 85.1, 84.9, 85.8),
-          "longest": (77.2, 84.9, 81.9, 85.1, 84.6, 85.5),
-          "voted": (81.6, 84.9, 81.9, 85.1, 84.9, 85.6)},
-    0.15: {"last": (71.2, 81.6, 79.9, 80.6, 81.6, 81.7),
-           "longest": (72.9, 80.7, 79.9, 79.2, 80.7, 81.7),
-           "voted": (75.6, 81.6, 79.9, 80.6, 82.1, 81.6)},
-    0.25: {"last": (59.9, 70.7, 68.2, 70.7, 71.1, 71.1),
-           "longest": (65, 70.7, 68.2, 70.1, 70.4, 70.6),
-           "voted": (68, 70.4, 69.4, 70.7, 70.6, 71.1)},
-}
-# Table 4's columns are nothing, tau, lambda, alpha, tau x lambda, tau x alpha (as
-# SEARCH_COLUMNS).  Table 3, Wdbc row (same columns):
-TABLE3_WDBC: dict[str, tuple[float, ...]] = {
-    "last": (92.4, 93.2, 92.8, 93.3, 93.9, 92.6),
-    "longest": (92.4, 93.2, 92.6, 92.4, 92.8, 92.8),
-    "voted": (92.3, 92.0, 93.2, 92.4, 93.2, 92.4),
-}
-# Table 6, Wdbc row (columns as OPTIMISATION_COLUMNS): (mean, half-width)
-TABLE6_WDBC: dict[str, tuple[tuple[float, float], ...]] = {
-    "last": ((92.4, 2.9), (93, 2.7), (93.2, 2.5), (91.6, 2.7), (92.8, 2.8), (93.2, 2.8),
-             (93, 2.7), (93.5, 2.2)),
-    "longest": ((92.4, 2.0), (91.7, 2.5), (92.1, 2.5), (92.3, 2.3), (93.2, 1.7), (92.5, 2.1),
-                (92.6, 2.1), (91.4, 2.9)),
-    "voted": ((92.3, 2.3), (92.3, 2.6), (92.8, 2.7), (91.7, 1.9), (91.6, 2.2), (92.4, 2.4),
-              (91.6, 2.6), (92.8, 2.3)),
-}
+def _paper_table(text: str, keys: tuple[str, ...], columns: tuple[str, ...]) -> dict[Any, Any]:
+    """A table of a paper laid out as the paper prints it: a header line (the key fields,
+    then the columns, spaces in a column's name written as "_"), then one line per row.
+    Returns nested dicts over the key fields (a number where the field reads as one), each
+    leading to the tuple of the row's cells; a cell is the number written (an int where it
+    is written as one) or, written "mean+-half", the pair (mean, half-width)."""
+    def number(text: str) -> Any:
+        return int(text) if text.isdigit() else float(text)
+
+    def key(text: str) -> Any:
+        return number(text) if text[0].isdigit() else text
+
+    def cell(text: str) -> Any:
+        mean, _, half = text.partition("+-")
+        return (number(mean), number(half)) if half else number(mean)
+
+    header, *lines = text.strip().splitlines()
+    if header.split() != [*keys, *(c.replace(" ", "_") for c in columns)]:
+        raise AssertionError(f"paper table header {header!r} is not {keys} + {columns}")
+    out: dict[Any, Any] = {}
+    for line in lines:
+        words = line.split()
+        node = out
+        for word in words[:len(keys) - 1]:
+            node = node.setdefault(key(word), {})
+        node[key(words[len(keys) - 1])] = tuple(cell(w) for w in words[len(keys):])
+    return out
+
+
+#: Table 4 (f = 50, M = 0.05), best cross-validated accuracy (%): noise -> hypothesis ->
+#: the six columns of SEARCH_COLUMNS
+TABLE4: dict[float, dict[str, tuple[float, ...]]] = _paper_table("""
+noise  hypothesis  nothing  tau   lam   alpha  tau_x_lam  tau_x_alpha
+0.0    last        95.4     97    95.6  96.1   96.8       97
+0.0    longest     95.4     96.6  95.6  95.9   97.3       96.8
+0.0    voted       95.4     96.6  95.4  96.1   96.8       97
+0.05   last        81.7     89.4  87    89.5   89.7       89.9
+0.05   longest     86.6     89.7  87    89.3   89.9       89.9
+0.05   voted       87.5     89.4  87    89.5   89.7       90.2
+0.1    last        77.8     84.6  81.9  85.1   84.9       85.8
+0.1    longest     77.2     84.9  81.9  85.1   84.6       85.5
+0.1    voted       81.6     84.9  81.9  85.1   84.9       85.6
+0.15   last        71.2     81.6  79.9  80.6   81.6       81.7
+0.15   longest     72.9     80.7  79.9  79.2   80.7       81.7
+0.15   voted       75.6     81.6  79.9  80.6   82.1       81.6
+0.25   last        59.9     70.7  68.2  70.7   71.1       71.1
+0.25   longest     65       70.7  68.2  70.1   70.4       70.6
+0.25   voted       68       70.4  69.4  70.7   70.6       71.1
+""", ("noise", "hypothesis"), kw.SEARCH_COLUMNS)
+#: Table 3, the Wdbc row (the columns of SEARCH_COLUMNS): hypothesis -> accuracies (%)
+TABLE3_WDBC: dict[str, tuple[float, ...]] = _paper_table("""
+hypothesis  nothing  tau   lam   alpha  tau_x_lam  tau_x_alpha
+last        92.4     93.2  92.8  93.3   93.9       92.6
+longest     92.4     93.2  92.6  92.4   92.8       92.8
+voted       92.3     92.0  93.2  92.4   93.2       92.4
+""", ("hypothesis",), kw.SEARCH_COLUMNS)
+#: Table 6, the Wdbc row (the columns of OPTIMISATION_COLUMNS): hypothesis ->
+#: (mean accuracy %, half-width of its 95% T-interval) per column
+TABLE6_WDBC: dict[str, tuple[tuple[float, float], ...]] = _paper_table("""
+hypothesis nothing   tau       lam       alpha     tau_x_alpha tau_x_lam tau_->_alpha tau_->_lam
+last       92.4+-2.9 93+-2.7   93.2+-2.5 91.6+-2.7 92.8+-2.8   93.2+-2.8 93+-2.7      93.5+-2.2
+longest    92.4+-2.0 91.7+-2.5 92.1+-2.5 92.3+-2.3 93.2+-1.7   92.5+-2.1 92.6+-2.1    91.4+-2.9
+voted      92.3+-2.3 92.3+-2.6 92.8+-2.7 91.7+-1.9 91.6+-2.2   92.4+-2.4 91.6+-2.6    92.8+-2.3
+""", ("hypothesis",), kw.OPTIMISATION_COLUMNS)
 
 QUICK_GRID = dict(taus=(Fraction(0), Fraction(1, 2), Fraction(2)),
                   lams=(Fraction(0), Fraction(1)), alphas=(None, 10))
@@ -467,7 +507,7 @@ def _khardon_table6(args: argparse.Namespace, engine: Engine) -> Output:
 
 
 EXPERIMENTS: dict[str, tuple[str, Callable[[argparse.Namespace, Engine], Output]]] = {
-    "ho-artificial": ("Brotto, Gentile & Vitale 2006, section 4, Task 1: HO_p(c) on "
+    "ho-artificial": ("Brotto, Gentile & Vitale 2007, section 4, Task 1: HO_p(c) on "
                       "Artificial 0.0 / 0.1, updates and test error per epoch (Figure 2)",
                       _ho_artificial),
     "sop-simulation": ("Cesa-Bianchi, Conconi & Gentile 2005: the Gaussian simulation, test "

@@ -1,4 +1,4 @@
-"""The artificial experiment of Brotto, Gentile, Vitale (2006), section 4, Task 1 and Figure 2.
+"""The artificial experiment of Brotto, Gentile, Vitale (2007), section 4, Task 1 and Figure 2.
 
 Data ("Artificial 0.0" and "Artificial 0.1"), as the paper describes it:
 

@@ -151,9 +151,9 @@ def run_library(library: str, cases: list[Any]) -> LibraryRun:
         return traces[case.name]
 
     results = verify.verify(cases, produce)
-    explanations = {r.case.name: diagnose(r.case, traces[r.case.name], module.TIE_RULE)
+    explanations = {r.case.name: diagnose(r.case, traces[r.case.name], module.ADAPTER.tie_rule)
                     for r in results if r.status == verify.FAIL and r.case.name in traces}
-    return LibraryRun(library, module.VERSION, results, explanations)
+    return LibraryRun(library, module.ADAPTER.version, results, explanations)
 
 
 def report(golden_dir: Any = None, libraries: Sequence[str] | None = None, *,

@@ -15,6 +15,9 @@ NotImplementedError.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -61,6 +64,68 @@ def supported_params(algorithm: str, kernel: str, params: dict[str, Any], librar
     if b0 != 0 and not settable_b0:
         raise NotImplementedError("b0 != 0: no initial intercept")
     return float(eta), float(b0), C == 1
+
+
+@dataclass(frozen=True)
+class Steps:
+    """A library model as :func:`drive` calls it, for example j: ``score(j)``, ``predict(j)``
+    (-1 or +1), ``learn(j)`` (one learning step), and ``state()``: its (w, b) as they stand
+    (copies, compared before and after a step)."""
+
+    score: Callable[[int], float]
+    predict: Callable[[int], int]
+    learn: Callable[[int], Any]
+    state: Callable[[], tuple[Any, float]]
+
+
+def drive(y: Any, epochs: int, model: Steps) -> tuple[list[int], list[int], list[float]]:
+    """The trials of ``epochs`` passes over the examples, one library call at a time: on
+    trial t (example j = t mod T) the model's score, a mistake where its prediction
+    differs from y_j, then its learning step, an update where that step changed its state
+    (from outside, an update is seen only as a change of w or b).  Returns (mistakes,
+    updates, scores)."""
+    T = len(y)
+    mistakes: list[int] = []
+    updates: list[int] = []
+    scores: list[float] = []
+    for t in range(epochs * T):
+        j = t % T
+        scores.append(float(model.score(j)))
+        if model.predict(j) != int(y[j]):
+            mistakes.append(t)
+        before = model.state()
+        model.learn(j)
+        if not all(np.array_equal(a, b) for a, b in zip(before, model.state())):
+            updates.append(t)
+    return mistakes, updates, scores
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A library's Perceptron as an outside implementation: the library's name and
+    version, what it predicts at a zero score (``tie_rule``, quoted by the diagnosis), and
+    ``start(X, y, eta, b0, fit_intercept)``, its model from w = 0, b = b0."""
+
+    library: str
+    version: str
+    tie_rule: str
+    start: Callable[[np.ndarray, np.ndarray, float, float, bool], Steps]
+
+    def run(self, algorithm: str, X: Any, y: Any, *, epochs: int, kernel: str,
+            params: dict[str, Any]) -> dict[str, Any]:
+        """``verify``'s protocol for an outside implementation: the trace of the
+        library's Perceptron on ``epochs`` passes of (X, y) (:func:`drive`; no warning of
+        the library reaches the report), or NotImplementedError for a case the library
+        cannot express (:func:`supported_params`)."""
+        eta, b0, fit_intercept = supported_params(algorithm, kernel, params, self.library,
+                                                  settable_b0=True)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        model = self.start(X, y, eta, b0, fit_intercept)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mistakes, updates, scores = drive(y, epochs, model)
+        w, b = model.state()
+        return make_trace(X.shape[0], epochs, params, mistakes, updates, w, b, scores)
 
 
 def make_trace(n_examples: int, epochs: int, params: dict[str, Any], mistakes: list[int],

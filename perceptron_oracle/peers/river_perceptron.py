@@ -22,18 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from ._common import make_trace, missing, supported_params
+from ._common import Adapter, Steps, missing
 
 try:
     import river
     from river import linear_model, optim
 except ImportError:
     raise missing("river") from None
-
-LIBRARY = "river"
-VERSION = river.__version__
-TIE_RULE = ("predict_one takes max({False: 1 - p, True: p}) with p = sigmoid(score), "
-            "which keeps False (-1) at p = 0.5")
 
 
 def model(eta: float, b0: float, fit_intercept: bool) -> Any:
@@ -45,26 +40,22 @@ def model(eta: float, b0: float, fit_intercept: bool) -> Any:
         intercept_init=b0, intercept_lr=eta if fit_intercept else 0.0, clip_gradient=1e12)
 
 
-def run(algorithm: str, X: np.ndarray, y: np.ndarray, *, epochs: int, kernel: str,
-        params: dict[str, Any]) -> dict[str, Any]:
-    """The trace of river's Perceptron on ``epochs`` passes of (X, y)."""
-    eta, b0, fit_intercept = supported_params(algorithm, kernel, params, LIBRARY,
-                                              settable_b0=True)
-    T, n = X.shape
-    rows = [{i: float(v) for i, v in enumerate(X[j])} for j in range(T)]
+def start(X: np.ndarray, y: np.ndarray, eta: float, b0: float, fit_intercept: bool) -> Steps:
+    """:func:`model`, each row a dict {feature index: value}."""
+    rows = [{i: float(v) for i, v in enumerate(x)} for x in X]
     clf = model(eta, b0, fit_intercept)
-    mistakes: list[int] = []
-    updates: list[int] = []
-    scores: list[float] = []
-    for t in range(epochs * T):
-        x, label = rows[t % T], bool(y[t % T] > 0)
-        w = [clf.weights.get(i, 0.0) for i in range(n)]
-        scores.append(float(sum(a * v for a, v in zip(w, x.values())) + clf.intercept))
-        if clf.predict_one(x) != label:
-            mistakes.append(t)
-        b = clf.intercept
-        clf.learn_one(x, label)
-        if [clf.weights.get(i, 0.0) for i in range(n)] != w or clf.intercept != b:
-            updates.append(t)
-    w = [clf.weights.get(i, 0.0) for i in range(n)]
-    return make_trace(T, epochs, params, mistakes, updates, w, clf.intercept, scores)
+
+    def weights() -> list[float]:
+        return [clf.weights.get(i, 0.0) for i in range(X.shape[1])]
+
+    return Steps(
+        score=lambda j: sum(a * v for a, v in zip(weights(), rows[j].values())) + clf.intercept,
+        predict=lambda j: 1 if clf.predict_one(rows[j]) else -1,
+        learn=lambda j: clf.learn_one(rows[j], bool(y[j] > 0)),
+        state=lambda: (weights(), clf.intercept))
+
+
+ADAPTER = Adapter("river", river.__version__, start=start, tie_rule=(
+    "predict_one takes max({False: 1 - p, True: p}) with p = sigmoid(score), which keeps "
+    "False (-1) at p = 0.5"))
+run = ADAPTER.run

@@ -15,12 +15,9 @@ Use: ``perceptron-oracle verify --impl perceptron_oracle.peers.sklearn_perceptro
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 import numpy as np
 
-from ._common import make_trace, missing, supported_params
+from ._common import Adapter, Steps, missing
 
 try:
     import sklearn
@@ -28,38 +25,20 @@ try:
 except ImportError:
     raise missing("scikit-learn") from None
 
-LIBRARY = "scikit-learn"
-VERSION = sklearn.__version__
-TIE_RULE = "predict returns classes_[int(score > 0)], which is -1 at a zero score"
 
-
-def run(algorithm: str, X: np.ndarray, y: np.ndarray, *, epochs: int, kernel: str,
-        params: dict[str, Any]) -> dict[str, Any]:
-    """The trace of ``Perceptron`` on ``epochs`` passes of (X, y)."""
-    eta, b0, fit_intercept = supported_params(algorithm, kernel, params, LIBRARY,
-                                              settable_b0=True)
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    T, n = X.shape
+def start(X: np.ndarray, y: np.ndarray, eta: float, b0: float, fit_intercept: bool) -> Steps:
+    """``Perceptron`` from w = 0, b = b0, one row per call."""
     clf = Perceptron(penalty=None, eta0=eta, fit_intercept=fit_intercept, shuffle=False,
                      max_iter=1, tol=None)
-    clf.coef_ = np.zeros((1, n))
+    clf.coef_ = np.zeros((1, X.shape[1]))
     clf.intercept_ = np.array([b0])
     clf.classes_ = np.array([-1, 1])
-    mistakes: list[int] = []
-    updates: list[int] = []
-    scores: list[float] = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # no warning of the library reaches the report
-        for t in range(epochs * T):
-            row, label = X[t % T: t % T + 1], int(y[t % T])
-            scores.append(float(clf.decision_function(row)[0]))
-            if int(clf.predict(row)[0]) != label:
-                mistakes.append(t)
-            before = clf.coef_.copy(), clf.intercept_.copy()
-            clf.partial_fit(row, [label], classes=[-1, 1])
-            if not (np.array_equal(before[0], clf.coef_)
-                    and np.array_equal(before[1], clf.intercept_)):
-                updates.append(t)
-    return make_trace(T, epochs, params, mistakes, updates, clf.coef_, clf.intercept_[0],
-                      scores)
+    return Steps(score=lambda j: clf.decision_function(X[j:j + 1])[0],
+                 predict=lambda j: int(clf.predict(X[j:j + 1])[0]),
+                 learn=lambda j: clf.partial_fit(X[j:j + 1], [int(y[j])], classes=[-1, 1]),
+                 state=lambda: (clf.coef_.copy(), float(clf.intercept_[0])))
 
+
+ADAPTER = Adapter("scikit-learn", sklearn.__version__, start=start, tie_rule=(
+    "predict returns classes_[int(score > 0)], which is -1 at a zero score"))
+run = ADAPTER.run
