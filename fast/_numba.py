@@ -60,11 +60,18 @@ def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
 
 @jit
 def sparse_dot(data: Any, indices: Any, lo: int, hi: int, w: Any) -> float:
-    """The CSR entries lo .. hi-1 against w: a gather, in order."""
-    s = 0.0
-    for k in range(lo, hi):
-        s += data[k] * w[indices[k]]
-    return s
+    """The CSR entries lo .. hi-1 against w: a gather into two running sums (even and odd
+    entries; one sum makes every addition wait for the last), unsigned indices (no
+    wraparound check)."""
+    a0 = a1 = 0.0
+    k = lo
+    while k + 2 <= hi:
+        a0 += data[k] * w[np.uintp(indices[k])]
+        a1 += data[k + 1] * w[np.uintp(indices[k + 1])]
+        k += 2
+    if k < hi:
+        a0 += data[k] * w[np.uintp(indices[k])]
+    return a0 + a1
 
 
 @jit
@@ -123,6 +130,26 @@ def add_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
         row = X[j]
         for i in range(w.shape[0]):
             w[i] += step * row[i]
+
+
+@jit
+def weighted_rows(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, rows: Any,
+                  coef: Any, out: Any) -> None:
+    """out[:, c] += sum_r coef[r, c] X[rows[r]] for every column c of coef (out: n x m, in
+    place), reading each selected row of X once and copying none."""
+    m = coef.shape[1]
+    for r in range(rows.shape[0]):
+        j = rows[r]
+        if sparse:
+            for k in range(indptr[j], indptr[j + 1]):
+                col, v = indices[k], data[k]
+                for c in range(m):
+                    out[col, c] += coef[r, c] * v
+        else:
+            row = X[j]
+            for i in range(row.shape[0]):
+                for c in range(m):
+                    out[i, c] += coef[r, c] * row[i]
 
 
 @jit(inline=True)

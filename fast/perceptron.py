@@ -135,9 +135,11 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X))
-    # The dense primal form checks finiteness on its own first pass, which scores every row
-    # (a NaN or infinity anywhere in a row makes its score non-finite): one pass saved.
-    X, y = validate(X, y, check_finite=form != "primal")
+    # The primal form checks finiteness on its own first pass, which scores every row (a NaN
+    # or infinity anywhere in a row makes its score non-finite): one pass saved.  The numpy
+    # path takes CSR rows in blocks whose scores do not see every stored entry first.
+    X, y = validate(X, y, check_finite=form != "primal"
+                    or (sp.issparse(X) and chosen != "numba"))
     epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
     if chosen == "numba":
@@ -145,7 +147,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     else:
         result = run_blocks(model, y, epochs, record_scores)
         mistakes, updates, scores = result.mistakes, result.updates, result.scores
-    final = _final(X, y, updates, epochs, model, kern)
+    final = _final(X, y, updates, epochs, model, kern, compiled=chosen == "numba")
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
                  updates=updates, final=final, scores=scores)
@@ -191,12 +193,13 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
 
 
 def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
-           kern: Kernel) -> dict[str, Any]:
+           kern: Kernel, compiled: bool = False) -> dict[str, Any]:
     """The hypotheses' statistics (reference.perceptron's docstring).
 
     h_k lives from update k to update k+1; its vote is the number of trials between them less
     those the alpha-bound blocked (Figure 2: they neither update nor vote).  The averaged
-    coefficients sum, for each update, the votes of every hypothesis after it.
+    coefficients sum, for each update, the votes of every hypothesis after it.  ``compiled``:
+    the weights by the compiled ``weighted_rows`` (no copy of X's support rows).
     """
     T = y.shape[0]
     examples = np.asarray(updates, dtype=np.int64) % T
@@ -213,7 +216,7 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
     if kern.is_linear:
         wanted = [a for a, w in ((ls_alpha, None), (averaged, None), (model.alpha, w_model))
                   if w is None]
-        ws = _weights(X, y, model.eta, wanted) + [w_model]
+        ws = _weights(X, y, model.eta, wanted, compiled) + [w_model]
 
     def hypothesis(alpha: np.ndarray, weight: int = 1, w: Any = None) -> dict[str, Any]:
         state: dict[str, Any] = {
@@ -235,13 +238,21 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
     return final
 
 
-def _weights(X: Any, y: np.ndarray, eta: float, alphas: list[np.ndarray]) -> list[np.ndarray]:
-    """w = eta X^T (alpha y) for each alpha, by one product over the union of their support
-    rows: X's rows are selected (copied) once for all of them, which is most of the cost of
-    the final statistics at high update rates."""
+def _weights(X: Any, y: np.ndarray, eta: float, alphas: list[np.ndarray],
+             compiled: bool = False) -> list[np.ndarray]:
+    """w = eta X^T (alpha y) for each alpha, by one pass over the union of their support
+    rows (compiled: each row read once in place; numpy: the rows selected, i.e. copied, once
+    for all of them), which is most of the cost of the final statistics at high update
+    rates."""
     rows = np.flatnonzero(np.logical_or.reduce([a != 0 for a in alphas]))
     coef = np.column_stack([(a[rows] * y[rows]).astype(np.float64) for a in alphas])
-    W = eta * np.asarray(X[rows].T @ coef)
+    if compiled:
+        W = np.zeros((X.shape[1], len(alphas)))
+        _compiled.kernels().weighted_rows(*_compiled.csr_parts(X)[:4], sp.issparse(X),
+                                          rows, coef, W)
+        W *= eta
+    else:
+        W = eta * np.asarray(X[rows].T @ coef)
     return [W[:, i] for i in range(len(alphas))]
 
 

@@ -39,8 +39,9 @@ def validate(X: Any, y: Any, *, where: str = "data",
     (no copy of a large data set; no implementation writes to X), else as a converted copy;
     likewise a CSR matrix that is already canonical (:func:`canonical_csr`), else a float64
     CSR copy with duplicates summed and indices sorted.
-    ``check_finite=False`` leaves the NaN/infinity check of a dense X to a caller that makes
-    it on its own first pass over the data (:func:`check_finite_rows`).
+    ``check_finite=False`` leaves the NaN/infinity check of X to a caller that makes it on
+    its own first pass over the data (a loop that scores every row: :func:`check_finite_rows`
+    then names the entry).
     """
     if sp.issparse(X):
         if X.ndim != 2:
@@ -60,7 +61,7 @@ def validate(X: Any, y: Any, *, where: str = "data",
         values = X
     # One summing pass: a NaN or infinity makes the sum non-finite; only then (or on an
     # overflow of finite values) look closer.
-    if check_finite or sp.issparse(X):
+    if check_finite:
         with np.errstate(all="ignore"):
             total = np.sum(values)
         if not np.isfinite(total):

@@ -134,6 +134,19 @@ def test_nan_in_x_is_a_data_error_in_the_compiled_primal():
 
 
 @needs_numba
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_csr_entry_is_a_data_error_in_either_engine(bad):
+    """CSR input is not summed up front for the compiled primal: its scoring pass finds the
+    entry (inf * 0 is NaN too), and the error names it as validation would."""
+    X, y = _data(50, 4)
+    Xs = sp.csr_matrix(X)
+    Xs.data[37] = bad
+    for engine in ENGINES:
+        with pytest.raises(DataError, match="X contains (NaN|an infinity)"):
+            fp.primal(Xs, y, engine=engine)
+
+
+@needs_numba
 def test_forced_updates_take_the_numpy_path(monkeypatch):
     """Shadow runs: the forced update trials are imposed whatever the engine asked."""
     X, y = _data(60, 4, seed=3)
