@@ -415,7 +415,7 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     from . import _compiled_pumma
 
     kern, params = _resolve("primal", kernel, given)
-    X, y = validate(X, y, check_finite=False)
+    X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass checks
     epochs = check_epochs(epochs)
     T, n = X.shape
     soft = params["C"] is not None

@@ -525,7 +525,7 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     p = PARAMS.resolve(given)
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
-    X, y = validate(X, y, check_finite=False)
+    X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass checks
     epochs = check_epochs(epochs)
     T, n = X.shape
     dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
