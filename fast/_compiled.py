@@ -12,7 +12,7 @@ measured, so ``engine="auto"`` takes it whenever numba is installed; the block-a
 stays for the numpy engine.
 
 Semantics are the numpy forms' (``fast.perceptron``, ``fast.pnorm_perceptron``), trial for
-trial: the score is (row . w) + b, plus the lambda term; an update as in SPEC.md section 7;
+trial: the score is (row . w) + b, plus the lambda term; an update as in SPEC.md section 11;
 a blocked trial (alpha-bound) is flagged so that the votes are counted as by the driver.  A
 score that is not finite stops the loop and the caller raises the driver's
 ``FloatRangeError`` naming the trial (or the DataError naming a NaN or infinity in X).

@@ -9,7 +9,7 @@ w (||z||^2, the residual, the new w with its norm), so its cost hardly depends o
 update rate.  ``tests/benchmarks/test_romma_pumma_bench.py`` measures both against one
 ``X @ w`` pass.
 
-Semantics are ``fast.romma``'s numpy path trial for trial (SPEC.md 12.7): score w.x; a
+Semantics are ``fast.romma``'s numpy path trial for trial (SPEC.md 14.7): score w.x; a
 mistake iff y score <= 0; an update iff y score < 1 - delta, the example is not the last
 updated one (Lemma 4: its margin is exactly 1), and problem (2) is feasible.  v.z is the
 trial's margin y (w.x) (the same number in exact arithmetic; the numpy path forms w.z

@@ -163,7 +163,7 @@ def plus_lambda(s: float, count: int, term: float) -> float:
 
 @jit(inline=True)
 def perceptron_flag(score: float, label: float, tau: float, count: int, bound: int) -> int:
-    """The Perceptron's test of one trial (SPEC.md section 7): MISTAKE when y s <= 0; at
+    """The Perceptron's test of one trial (SPEC.md section 11): MISTAKE when y s <= 0; at
     y s <= tau UPDATE, or BLOCKED when the example has ``bound`` updates already."""
     margin = label * score
     f = MISTAKE if margin <= 0 else 0
@@ -965,7 +965,7 @@ def example_score(X: Any, y: Any, t: int, w: Any) -> tuple[Any, float, float]:
 
 @jit
 def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos, dsymv, dsyr2):  # type: ignore[no-untyped-def]
-    """Trials t .. t_end-1 of HO_2 primal (section 10.9.1), stopping after ``limit``
+    """Trials t .. t_end-1 of HO_2 primal (section 12.7.1), stopping after ``limit``
     mistakes.  Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
     n = X.shape[1]
     ints, uplo = blas_layout(n, A.shape[0])

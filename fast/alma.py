@@ -1,6 +1,6 @@
 """ALMA_p(alpha; B, C) (Gentile 2001) in float64: forms ``primal`` and ``dual``.
 
-Both follow ``reference.alma`` trial for trial (SPEC.md section 13) on the block-ahead driver
+Both follow ``reference.alma`` trial for trial (SPEC.md section 15) on the block-ahead driver
 (fast/driver.py: the state changes only at a correction, and between corrections the
 threshold (1 - alpha) gamma_k is fixed too).
 

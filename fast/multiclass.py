@@ -7,12 +7,12 @@ classifier gives the largest score before the sign.  Each binary learner is exac
 binary algorithm on the relabelled data (y_l = +1 where the label is l, -1 elsewhere).
 
 :class:`PerceptronOvR` runs the K binary Perceptrons (``reference.perceptron``, SPEC.md
-section 7: eta, b0, C, tau, lam, alpha_bound) on one shared pass.  Each block of trials is
+section 11: eta, b0, C, tau, lam, alpha_bound) on one shared pass.  Each block of trials is
 scored for all K learners by one product: ``X[block] @ W.T`` in the primal form, one kernel
 block ``R[:, block].T @ Coef`` in the dual form, where R holds the kernel rows k(x_s, X) of
 every example that updated any learner (computed once, whichever learners it updates).
 Learners are independent, so after an update learner k alone rescores the rest of the block
-(the fast forms' driver, SPEC.md section 8, per column), and the others keep the shared
+(the fast forms' driver, SPEC.md section 7, per column), and the others keep the shared
 scores.  Every learner is trial for trial ``fast.perceptron``'s binary run on its
 relabelled data: the same tests, the same update rule, the same hypothesis statistics.
 

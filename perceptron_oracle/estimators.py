@@ -3,7 +3,7 @@
 One class per family: :class:`Perceptron`, :class:`HigherOrderPerceptron`,
 :class:`PNormPerceptron`, :class:`SecondOrderPerceptron`, :class:`ROMMA`, :class:`PUMMA`
 and :class:`ALMA`.  Each takes its algorithm's parameters (the registry's schema,
-``registry.get(name).params``; SPEC.md sections 7 and 10-13) plus
+``registry.get(name).params``; SPEC.md sections 11-15) plus
 
 - ``kernel``: "linear", "poly:degree=D,coef0=C,gamma=G" or "rbf:gamma=G" (SPEC.md section 6);
 - ``epochs``: passes over the data in ``fit`` (default 5);
@@ -36,7 +36,7 @@ form again over every trial since the last ``fit`` (the fit's passes unrolled, t
 ``partial_fit``'s rows): the same run, at a cost that grows with the rows seen.
 
 The Perceptron predicts with ``hypothesis`` = "last", "longest_survivor", "voted" or
-"averaged" (Khardon & Wachman's Figure 2, SPEC.md section 7: ``reference.perceptron.
+"averaged" (Khardon & Wachman's Figure 2, SPEC.md section 11: ``reference.perceptron.
 predict`` is their exact reference).  The other families' papers define the last hypothesis
 only.  ``decision_function`` is the score before the sign (for "voted", sum_{k=1}^K c_k
 sign(h_k(x))); ``predict`` maps a positive score to ``classes_[1]`` and any other to
@@ -359,7 +359,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
 
 
 class Perceptron(_OnlineClassifier):
-    """Khardon & Wachman's general Perceptron (2007; SPEC.md section 7): eta, b0 (the initial
+    """Khardon & Wachman's general Perceptron (2007; SPEC.md section 11): eta, b0 (the initial
     bias, -theta_init), C (threshold step), tau (margin), lam (lambda-trick), alpha_bound,
     and ``hypothesis`` (Figure 2): "last", "longest_survivor", "voted" or "averaged".
 
@@ -467,19 +467,19 @@ def _family(algorithm: str, class_name: str, doc: str) -> type:
 
 HigherOrderPerceptron = _family(
     "higher_order", "HigherOrderPerceptron",
-    "HO_p(c), Brotto, Gentile & Vitale 2007 (SPEC.md section 10), on X as given (the paper "
+    "HO_p(c), Brotto, Gentile & Vitale 2007 (SPEC.md section 12), on X as given (the paper "
     "normalises instances: use ``preprocessing.normalize`` first).")
 PNormPerceptron = _family(
     "pnorm_perceptron", "PNormPerceptron",
-    "The p-norm Perceptron, HO_p(0) (SPEC.md section 10), on X as given.")
+    "The p-norm Perceptron, HO_p(0) (SPEC.md section 12), on X as given.")
 SecondOrderPerceptron = _family(
     "second_order", "SecondOrderPerceptron",
     "The Second-Order Perceptron, Cesa-Bianchi, Conconi & Gentile 2005 (SPEC.md section "
-    "11).  decision_function is x . w with w = A_K^{-1} v_K: the sign of the score SOP "
+    "13).  decision_function is x . w with w = A_K^{-1} v_K: the sign of the score SOP "
     "would compute next (its score s/(1 + q) has the same sign).")
-ROMMA = _family("romma", "ROMMA", "ROMMA(delta), Li & Long 2002 (SPEC.md section 12.2).")
+ROMMA = _family("romma", "ROMMA", "ROMMA(delta), Li & Long 2002 (SPEC.md section 14.2.2).")
 PUMMA = _family("pumma", "PUMMA",
-                "PUMMA_p(delta), Ishibashi, Hatano & Takeda 2008 (SPEC.md section 12.3).")
+                "PUMMA_p(delta), Ishibashi, Hatano & Takeda 2008 (SPEC.md section 14.2.3).")
 ESTIMATORS: dict[str, type] = {
     "perceptron": Perceptron, "higher_order": HigherOrderPerceptron,
     "pnorm_perceptron": PNormPerceptron, "second_order": SecondOrderPerceptron,
@@ -487,6 +487,6 @@ ESTIMATORS: dict[str, type] = {
 }
 if "alma" in ALGORITHMS:
     ALMA = _family("alma", "ALMA",
-                   "ALMA_p(alpha; B, C), Gentile 2001 (SPEC.md section 13): scores on the "
+                   "ALMA_p(alpha; B, C), Gentile 2001 (SPEC.md section 15): scores on the "
                    "normalised instance x/||x||_p, as the algorithm.")
     ESTIMATORS["alma"] = ALMA

@@ -5,7 +5,7 @@ wrong elsewhere.  :func:`fuzz` draws data sets, parameters, kernels and epoch co
 hypothesis, runs the implementation (``verify``'s protocol, ``impl(algorithm, X, y, *,
 epochs, kernel, params) -> Trace | dict``) and the exact reference (``record_scores=True``)
 on each, and compares them by the golden files' rule (``compare.compare(..., partial=True)``,
-SPEC.md sections 4 and 9: decisions trial for trial, a first divergence at a fragile trial
+SPEC.md sections 4 and 8: decisions trial for trial, a first divergence at a fragile trial
 excused, the final state on the keys the implementation reports within the bounds the
 reference module derives from the data).  At the first disagreement hypothesis shrinks the
 draw to a minimal one; the report gives that data set, its parameters, kernel and epochs, the

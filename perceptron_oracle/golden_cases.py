@@ -144,7 +144,7 @@ def perceptron_file() -> FileSpec:
     ]
     return FileSpec(
         name="perceptron",
-        header=["The general Perceptron of Khardon & Wachman (2007), SPEC.md section 7.",
+        header=["The general Perceptron of Khardon & Wachman (2007), SPEC.md section 11.",
                 "Every case: the reference's mistakes, updates and final state (last, "
                 "votes, longest survivor, averaged) on X exactly as written."],
         groups=groups)

@@ -51,7 +51,7 @@ class Form:
     ``p2_only``: the form takes p = 2 only (the others take every p the algorithm takes);
     ``sparse``: X may be a scipy CSR matrix; ``engine``: the form takes the keyword
     ``engine`` ("auto", "numpy" or "numba": the compiled per-trial loop or the block-ahead
-    driver, SPEC.md section 8).
+    driver, SPEC.md section 7).
     """
 
     name: str

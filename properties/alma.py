@@ -1,6 +1,6 @@
 """Invariants of ALMA_p(alpha; B, C) from C. Gentile, "A New Approximate Maximal Margin
 Classification Algorithm" (JMLR 2 (2001) 213-242), checked on any implementation's traces
-(SPEC.md 13.6).  Each check raises ``InvariantViolation`` naming what failed.
+(SPEC.md 15.6).  Each check raises ``InvariantViolation`` naming what failed.
 
 - ``check_link_inverse``: f(f^-1(th)) = th, ||f^-1(th)||_q = ||th||_p and
   f^-1(th).th = ||th||_p^2 (Lemma 3 of Ishibashi, Hatano & Takeda 2008), in mpmath.

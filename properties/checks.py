@@ -445,7 +445,7 @@ def _theorem3_updates(impl: Any, algorithm: str, data: Data) -> None:
     trace, _, bound, _ = _theorem3_run(impl, algorithm, data)
     _require(len(trace.updates) <= bound,
              f"Theorem 3 (i): {len(trace.updates)} updates exceed the bound {bound:.6g} "
-             f"(delta = {data.params['delta']}; SPEC.md 12.4)")
+             f"(delta = {data.params['delta']}; SPEC.md 14.6)")
 
 
 def _theorem3_margin(impl: Any, algorithm: str, data: Data) -> None:
@@ -598,7 +598,7 @@ def _romma_pumma_checks(algorithm: str) -> list[Check]:
         Check("theorem3_updates", algorithm, _theorem3_updates,
               _with(data, t3_params, st.just(30)), (),
               "Theorem 3 (i): the number of updates (as tight as the proof gives, SPEC.md "
-              "12.4)", paper, 10),
+              "14.6)", paper, 10),
         Check("theorem3_margin", algorithm, _theorem3_margin,
               _with(data, t3_params, st.just(30)), keys,
               "Theorem 3 (ii): after an epoch without an update the margin is >= "
@@ -625,7 +625,7 @@ def _alma_checks() -> list[Check]:
                   _with(_small_separable(False), params, st.just(1)), (),
                   "Theorem 3 (separable case): with B = 1/alpha and C = sqrt(2) the number "
                   "of corrections is at most 2(p - 1)/gamma^2 (2/alpha - 1)^2 + 8/alpha - 4 "
-                  "(the constant as SPEC.md 13.6 states it: the abstract gives the order "
+                  "(the constant as SPEC.md 15.6 states it: the abstract gives the order "
                   "only)",
                   PAPERS["alma"], 10)]
 

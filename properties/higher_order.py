@@ -409,7 +409,7 @@ def check_trace_eq3(trace: Trace, rows: list[list[Fraction]], labels: list[int],
     """p = 2, linear kernel, unit-norm x (up to rounding), c/k or theorem1: with
     A_k = (I - rho_k x x^T) A_(k-1) (I - rho_k x x^T) rebuilt exactly from the trace's
     mistakes and :func:`trace_rhos`, ||B_k v_k||^2 = v_k^T A_k v_k <= (2 - c')^2 k after every
-    mistake (eq. 3); and where the trace reports ``final.w`` it is A_K v_K (SPEC.md 10.6)
+    mistake (eq. 3); and where the trace reports ``final.w`` it is A_K v_K (SPEC.md 12.2)
     within TRACE_SLACK.  Returns the number of mistakes checked."""
     mistakes = trace_rhos(trace, rows, labels, params)
     cp = _c_prime(params)

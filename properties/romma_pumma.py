@@ -20,7 +20,7 @@ mpmath runs within ``slack`` (2^-64 relative), p > 2 always in mpmath.
 - ``check_lemma6``: each update raises ||w||_q^2 by >= (2 - v.z)^2 / ((p-1) ||z||_p^2)
   (ROMMA: (1 - v.z)^2 / ||z||^2), the re-derived Lemma 6 (SPEC.md).
 - ``check_theorem3``: run epochs until one passes without an update; the updates are within
-  ``theorem3_bound`` (2 + (4 (p-1) R^2 ||u||_q^2 - 4) / delta^2, SPEC.md 12.4), the
+  ``theorem3_bound`` (2 + (4 (p-1) R^2 ||u||_q^2 - 4) / delta^2, SPEC.md 14.6), the
   per-update gains Lemma 6 guarantees add up to at
   most ||u||_q^2 along the run (the proof's budget), and the p-norm margin is
   >= (1 - delta) gamma.
@@ -266,7 +266,7 @@ def check_romma_lemma6(X: Any, y: Any, *, epochs: int = 2, **params: Any) -> Any
 
 
 def theorem3_bound(algorithm: str, p: Any, delta: Any, R2: Any, u_norm2: Any) -> Fraction:
-    """Theorem 3 (i) as tight as its proof gives (SPEC.md 12.4), delta > 0, R2 = max ||x||_p^2,
+    """Theorem 3 (i) as tight as its proof gives (SPEC.md 14.6), delta > 0, R2 = max ||x||_p^2,
     u_norm2 = ||u||_q^2 for any (u, b) with y (u.x + b) >= 1:
 
     PUMMA: start-up stores one example (an update that computes no w); the update that

@@ -1,5 +1,5 @@
 """ALMA_p(alpha; B, C), C. Gentile, "A New Approximate Maximal Margin Classification
-Algorithm" (JMLR 2 (2001) 213-242), in mpmath at a stated precision.  SPEC.md section 13.
+Algorithm" (JMLR 2 (2001) 213-242), in mpmath at a stated precision.  SPEC.md section 15.
 
 The algorithm (Gentile's Figure of ALMA_p; f as in Lemma 3 of Ishibashi, Hatano & Takeda
 2008), p >= 2, q = p/(p-1), alpha in (0, 1], B, C > 0:
@@ -24,7 +24,7 @@ Every square root makes the run irrational: the state is kept in mpmath at the s
 precision (``numbers.precision``, default 256 bits).  A decision whose margin to its
 threshold is within the reference's own error bound is taken as a tie (a score 0 is a
 mistake; y score equal to the threshold updates) and flagged fragile.  The fragile rule and
-``final_error_bounds`` are in SPEC.md 13.5.
+``final_error_bounds`` are in SPEC.md 15.5.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class _Primal(_Run):
         return self.xhat_cache[j]
 
     def lipschitz_w(self) -> float:
-        """A bound on ||J||_2 of f^-1 over the ball of radius D around th (SPEC 13.5)."""
+        """A bound on ||J||_2 of f^-1 over the ball of radius D around th (SPEC 15.5)."""
         if self.p == 2 or self.D == 0:
             return 1.0
         th = [abs(float(t)) for t in self.theta]
@@ -391,7 +391,7 @@ class _Dual(_Run):
 # -- final-state bounds ---------------------------------------------------------------------
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """Bounds on |float - exact| for ``final.w`` (linear kernel) or ``final.alpha``, derived
-    during the run that produced ``trace`` (``trace.final_bounds``, SPEC.md 13.5).  For a
+    during the run that produced ``trace`` (``trace.final_bounds``, SPEC.md 15.5).  For a
     trace without them (read from a file), FALLBACK_RHO relative to the largest coordinate."""
     if trace.final_bounds is not None:
         return trace.final_bounds

@@ -585,7 +585,7 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     kern = parse_kernel(kernel)
     params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
     trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
-    if trace.fragile and not params["sparse"]:  # SPEC.md 10.7
+    if trace.fragile and not params["sparse"]:  # SPEC.md 12.5
         T = len(rows)
         errors = shadow_errors("higher_order", X, y, epochs, kern.spec, params, trace)
         trace.fragile = sharpen(trace.fragile, errors,

@@ -161,7 +161,7 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
         return _run(rows, labels, epochs, kern, par, num, True, shadow=shadow)
 
     trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
-    if two and par["C"] is None:  # SPEC.md 12.5: shadow runs for the hard margin, p = 2
+    if two and par["C"] is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
         trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
                                            shadow.singular, shadow.thresholds)
     elif two:   # the soft margin: the update test's left side y score + xi_j, measured
@@ -182,7 +182,7 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
 
 def hoelder_share(p: Any) -> float:
     """(32 NEWTON_TOLERANCE)^(1/(p-1)): how far, relative to the state's scale, a float64
-    Newton's w or th may sit from the exact one where the optimum is sparse (SPEC.md 12.5;
+    Newton's w or th may sit from the exact one where the optimum is sparse (SPEC.md 14.5;
     the map phi -> w is Hoelder continuous of order 1/(p - 1) there).  A stated rule."""
     return (32 * NEWTON_TOLERANCE) ** (1 / (float(p) - 1))
 
@@ -295,7 +295,7 @@ class _StateP:
         self.w = [num(0)] * len(rows[0])
         self.xis: dict[int, Any] = {}   # xi_j by example index (0 where absent)
         self.newton_steps = 0
-        self.doubt = False   # the last problem (3) was nearly infeasible (SPEC.md 12.5)
+        self.doubt = False   # the last problem (3) was nearly infeasible (SPEC.md 14.5)
 
     def dot(self, j: int) -> Any:
         return self.ctx.fsum(a * b for a, b in zip(self.w, self.rows[j]))
@@ -354,7 +354,7 @@ class _StateP:
                ) -> tuple[Any, float, bool] | None:
         """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
         Sets ``self.doubt`` when the problem is nearly infeasible; solving it then loses
-        ``model``'s state (SPEC.md 12.5; ``m`` is _State2's, unused here)."""
+        ``model``'s state (SPEC.md 14.5; ``m`` is _State2's, unused here)."""
         ctx, num, p, C = self.ctx, self.num, self.p, self.C
         self.doubt = False
         z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
@@ -369,7 +369,7 @@ class _StateP:
         if zp == 0 and C is None:
             return None
         if C is None and ctx.fsum(a * a for a in z) < 1e-290:
-            # ||z||^2 below float64's normal range (12.5's singular rule for p = 2): a
+            # ||z||^2 below float64's normal range (14.5's singular rule for p = 2): a
             # float64 form may call z = 0, the problem infeasible
             self.doubt = True
             if model is not None:
@@ -504,7 +504,7 @@ def newton_dual(ops: Any, z: list[Any], th: list[Any], vv: Any, p: Any, soft: An
         ops.steps += 1
     if max_steps:
         return lam, eta
-    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (SPEC.md 12.5)")
+    raise NotConverged("PUMMA: Newton on the dual (18) did not converge (SPEC.md 14.5)")
 
 
 class _Dual:

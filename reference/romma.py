@@ -55,7 +55,7 @@ Numbers (parameter ``numbers``; the trace's params record the mode actually used
 
 Fragile trials and final bounds: see ``ErrorModel`` and ``step_errors`` (a stated, not
 rigorous, rule); its fragile trials before the first ``near_singular`` update test are then
-sharpened by shadow runs (``sharpen_by_shadows``, SPEC.md 12.5).
+sharpened by shadow runs (``sharpen_by_shadows``, SPEC.md 14.5).
 """
 
 from __future__ import annotations
@@ -627,7 +627,7 @@ def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     ``singular`` is fragile (a float64 form may call its problem infeasible, or solve it
     with amplified errors).  ``thresholds[t]``: the margins trial t is tested against.
 
-    With ``tested`` (PUMMA's soft margin, SPEC.md 12.5): ``tested[t]`` is the exact left
+    With ``tested`` (PUMMA's soft margin, SPEC.md 14.5): ``tested[t]`` is the exact left
     side y score + xi_j of trial t's update test (None where it makes none), compared with
     ``thresholds[t][1]``; the mistake test (``thresholds[t][0]`` = 0) is sharpened on the
     score errors, the update test on the errors of the left side as the fast forms compute

@@ -475,7 +475,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     final = _final_state(state, rows, labels, rule.support, kern, p, one)
     trace = record.trace("second_order", kern, p, final, updates=list(record.mistakes))
     scores = trace.scores or []
-    if trace.fragile:  # the a-posteriori rule (SPEC.md 11.3): keep what the shadows confirm
+    if trace.fragile:  # the a-posteriori rule (SPEC.md 13.5): keep what the shadows confirm
         errors = shadow_errors("second_order", X, y, epochs, kern.spec, p, trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(scores)],

@@ -1,4 +1,4 @@
-"""ALMA_p(alpha; B, C): the decisions of SPEC.md section 13, the invariants of
+"""ALMA_p(alpha; B, C): the decisions of SPEC.md section 15, the invariants of
 ``properties/alma.py`` on hypothesis-generated data, and the planted bugs of
 ``tests/wrong_alma.py`` that ``verify`` (and some invariants) must reject."""
 

@@ -18,7 +18,7 @@ of that (50 in ``ci``), on the first KERNEL_EXAMPLES examples of each drawn sequ
 most two epochs: the exact references with a polynomial kernel (Fractions) or the Gaussian
 kernel (mpmath) grow fast in the number of mistakes, and the linear items already cover the
 long sequences.  A draw where the reference raises NotConverged (PUMMA p > 2, Newton
-stalled, SPEC.md 12.5) has no exact answer to compare with and is rejected.
+stalled, SPEC.md 14.5) has no exact answer to compare with and is rejected.
 """
 
 from __future__ import annotations

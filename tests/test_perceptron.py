@@ -1,4 +1,4 @@
-"""The Perceptron family: SPEC.md section 7's decisions, the invariants of
+"""The Perceptron family: SPEC.md section 11's decisions, the invariants of
 ``properties/perceptron.py`` on every implementation, and deliberately wrong implementations
 that each invariant must catch."""
 
@@ -36,7 +36,7 @@ def impl(request):
     return functools.partial(run, "perceptron", impl=which, form=form)
 
 
-# -- SPEC.md section 7: the decisions ---------------------------------------------------------
+# -- SPEC.md section 11: the decisions ---------------------------------------------------------
 
 def test_threshold_moves_toward_the_label():
     """b += eta y C (b = -theta): a missed positive example raises the bias."""
@@ -138,7 +138,7 @@ def test_dual_cache_overflow_path_matches(monkeypatch):
 def figure2(X, y, epochs, eta=1, b0=0, C=0, tau=0, lam=0, alpha_bound=None):
     """Khardon & Wachman's Figure 2, TRAINING, transcribed line by line (primal, exact).
 
-    Read with SPEC.md section 7's corrections of the extraction: the update test is
+    Read with SPEC.md section 11's corrections of the extraction: the update test is
     "y_hat != y_j", the lambda indicator I(alpha_j != 0), and theta moves by -eta y_j C
     (theta = -b, theta_Init = -b0).  The figure's strict comparisons with theta_k -+ tau give
     the project's tie rule as they stand.  Returns every w_i, theta_i, vote_i and the longest

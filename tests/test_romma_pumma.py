@@ -315,7 +315,7 @@ def test_every_mutation_is_callable_and_differs_from_the_reference():
         assert (differs > 0) == (name != ""), name
 
 
-# -- Newton at high precision (SPEC.md 12.5) ----------------------------------------------------
+# -- Newton at high precision (SPEC.md 14.5) ----------------------------------------------------
 
 def test_newton_reaches_its_tolerance_at_high_precision():
     """Six separable points, p = 4, delta = 1/10, 30 epochs: the run needs 832 bits, where a
@@ -349,7 +349,7 @@ def test_a_stalled_newton_is_retried_at_more_bits_then_named(monkeypatch):
     assert f"at {4 * first} bits" in str(caught.value)
 
 
-# -- the soft margin's a-posteriori fragile rule (SPEC.md 12.5) ------------------------------
+# -- the soft margin's a-posteriori fragile rule (SPEC.md 14.5) ------------------------------
 
 def test_soft_margin_update_test_tie_stays_fragile():
     """An exact tie of the soft-margin update test, y (w.x + b) + xi_j = 1 - delta, is kept
@@ -393,7 +393,7 @@ def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
         assert compare(sharp, actual, X).ok
 
 
-# -- a lost state (SPEC.md 12.5) -----------------------------------------------------------
+# -- a lost state (SPEC.md 14.5) -----------------------------------------------------------
 
 def test_every_trial_after_a_lost_state_is_fragile():
     """x_4 and x_5 differ by 3.8e-113, so the update on trial 5 (pair (5, 3)) is
@@ -422,7 +422,7 @@ def test_every_trial_after_a_lost_state_is_fragile():
 def test_p_above_2_score_allows_for_the_state_scale():
     """p = 5/2: an update on z = (2.6e-23, 0) makes w_0 ~ 1e24; at trial 21 the exact score
     is -0.686 and a float64 Newton's state may score it anywhere near +-1e16: the score's
-    allowance follows the final bounds' scale ||w~||_2 (SPEC.md 12.5), so the trial is
+    allowance follows the final bounds' scale ||w~||_2 (SPEC.md 14.5), so the trial is
     fragile and the fast primal, which scores 91.9 there, passes the comparison."""
     X = np.array([
         [2.24358552293811e-66, 0.3333333336666667], [0.0, 0.45766761306947923],

@@ -302,7 +302,7 @@ def test_p_above_2_soft_margin_optimum_with_w_zero():
 
 
 def test_a_nearly_infeasible_update_is_fragile():
-    """p = 5/2 on small integers (SPEC.md 12.5): after trial 12 the exact w is (0, -1), and
+    """p = 5/2 on small integers (SPEC.md 14.5): after trial 12 the exact w is (0, -1), and
     trial 13's z = (0, 2) = -2 th makes problem (3) infeasible; the fast primal's th_0 ~ 1e-8
     makes it feasible.  The reference flags the trial, and the comparison accepts it."""
     X = np.array([[-1.0, 2], [0, -1], [0, 0], [2, -1], [0, 1]] + [[0, 0]] * 6
@@ -368,7 +368,7 @@ def test_pumma_primal_adds_z_once():
         assert result.ok, f"{form}: {result.describe()}"
 
 
-# -- shadow runs with a soft margin (SPEC.md 12.5) -----------------------------------------
+# -- shadow runs with a soft margin (SPEC.md 14.5) -----------------------------------------
 
 @pytest.mark.parametrize("form", ["primal", "dual"])
 def test_forced_run_reports_the_update_tests_left_side(form):

@@ -2,7 +2,7 @@
 
 ``perceptron_oracle verify`` must reject every one of them, naming the first trial where it
 diverges (tests/test_golden.py).  The base (``MUTATIONS[""]``) is a correct, independent,
-exact implementation of SPEC.md section 7 for the linear kernel (votes by Khardon & Wachman's
+exact implementation of SPEC.md section 11 for the linear kernel (votes by Khardon & Wachman's
 Figure 2: a trial blocked by the alpha-bound does not vote); other kernels are delegated to
 the reference, so a planted bug shows on the linear cases.
 """

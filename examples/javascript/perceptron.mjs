@@ -1,5 +1,5 @@
-// An outside implementation of perceptron-oracle's Perceptron (SPEC.md section 7) and of
-// HO_p(c) and the p-norm Perceptron with the linear kernel (section 10), in plain JavaScript
+// An outside implementation of perceptron-oracle's Perceptron (SPEC.md section 11) and of
+// HO_p(c) and the p-norm Perceptron with the linear kernel (section 12), in plain JavaScript
 // with float64 numbers, checked against the golden files:
 //
 //   node examples/javascript/perceptron.mjs conformance_data OUT_DIR

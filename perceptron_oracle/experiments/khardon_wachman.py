@@ -4,13 +4,13 @@ optimisation by double cross-validation with the 95% T-confidence interval (Tabl
 
 Settings (section 3.2): theta_init = C = the average ||x||^2 over the training examples,
 eta = 0.1, 100 epochs; tau in {0, 1/8, 1/4, 1/2, 1, 2, 4} in units of theta_init (the
-learner's tau is tau * theta_init, SPEC.md section 7), lambda in {0, 1/8, ..., 4} (the
+learner's tau is tau * theta_init, SPEC.md section 11), lambda in {0, 1/8, ..., 4} (the
 lambda-trick adds y lambda ||x||^2, already in the data's units, eq. 1), alpha-bound in
 {none, 80, 60, 40, 20, 10, 5}.  The grid runs every tau with every lambda (alpha-bound none)
 and with every alpha-bound (lambda 0): 7 x 13 = 91 settings, which hold every column of the
 tables (nothing, tau, lambda, alpha, tau x lambda, tau x alpha).  One run of the fast primal
 form gives the three hypotheses: last, longest survivor and voted (Figure 2; SPEC.md
-section 7).  A test example counts as correct iff y * score > 0 (a zero score or a tied vote
+section 11).  A test example counts as correct iff y * score > 0 (a zero score or a tied vote
 is an error).
 
 Decisions where the paper is not explicit (EXPERIMENTS.md, "Khardon & Wachman"):

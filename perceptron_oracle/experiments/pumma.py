@@ -15,11 +15,12 @@ min_t y_t (w.x_t + b) / ||w||_q of the hypothesis over the data, measured in the
 space.  PUMMA_p(delta) learns the bias directly; ROMMA(delta) (a 2-norm, homogeneous learner)
 runs on the augmented x~ = (x, -R) with R = max_t ||x_t||_2, and its hypothesis
 (w, w_{n+1}) is read as (w, b = -R w_{n+1}).  The paper compares PUMMA with ROMMA for p = 2
-and with ALMA for p = 2 ln n.  ALMA_p(alpha; 1/alpha, sqrt 2) ("alma+aug", SPEC.md 13.8:
-alpha = delta = 1/10 in Gentile's own parametrisation, the reading under which it is
-guaranteed 0.9 times the best margin) runs on (x, -R) with R = max_t ||x_t||_p, as the paper
-says, and reads (w, b = -R w_{n+1}) off as ROMMA; pass ``algorithms`` to include it (at
-alpha = 1/10 it makes 10^5 - 10^6 corrections at the paper's size).
+and with ALMA for p = 2 ln n.  ALMA_p(alpha; 1/alpha, sqrt 2) ("alma+aug"; EXPERIMENTS.md,
+`pumma-r-of-k`, "With ALMA": alpha = delta = 1/10 in Gentile's own parametrisation, the
+reading under which it is guaranteed 0.9 times the best margin) runs on (x, -R) with
+R = max_t ||x_t||_p, as the paper says, and reads (w, b = -R w_{n+1}) off as ROMMA; pass
+``algorithms`` to include it (at alpha = 1/10 it makes 10^5 - 10^6 corrections at the
+paper's size).
 
 The paper's finding: PUMMA needs fewer updates than ROMMA with augmentation, markedly so at
 large bias (r = 1).  ``python -m perceptron_oracle.experiments.pumma`` prints the table at

@@ -149,7 +149,7 @@ def test_ratios(benchmark):
     lines.append("crossover (seconds per run, one epoch of T separable examples):")
     lines.extend(_crossover(full))
     print("\nHigher-Order Perceptron ratios (lower is faster)\n" + "\n".join(lines))
-    if full:  # the target (SPEC.md 10.9); at CI size the times are too small to mean anything
+    if full:  # the target (SPEC.md 12.7); at CI size the times are too small to mean anything
         assert primal_over_perceptron <= 5
 
 
