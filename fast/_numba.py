@@ -422,6 +422,20 @@ def romma_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: in
     return move(X, j, w, w.shape[0], eta, step)
 
 
+@jit(inline=True)
+def note_trial(t: int, s: float, label: float, record: bool, scores: Any, mistakes: Any,
+               nm: int) -> tuple[float, int]:
+    """Trial t's score into ``scores`` (when recorded) and, when y s <= 0, t into
+    ``mistakes`` at position nm: returns (y s, the new mistake count)."""
+    if record:
+        scores[t] = s
+    margin = label * s
+    if margin <= 0:
+        mistakes[nm] = t
+        nm += 1
+    return margin, nm
+
+
 @jit
 def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                  epochs: int, threshold: float, singular: float, w: Any, zbuf: Any,
@@ -450,12 +464,7 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
             bad = t
             break
         label = y[j]
-        if record:
-            scores[t] = s
-        margin = label * s
-        if margin <= 0:
-            mistakes[nm] = t
-            nm += 1
+        margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
         if margin < threshold and j != last:
             feasible, lam, eta = romma_step(X, indptr, indices, data, sparse, j, label,
                                             margin, zz, vv, w, zbuf, singular)
@@ -644,12 +653,7 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
             state[3] = s if started else d
             bad = t
             break
-        if record:
-            scores[t] = s
-        margin = label * s
-        if margin <= 0:
-            mistakes[nm] = t
-            nm += 1
+        margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
         if started:                  # the pair members' test is skipped (Lemma 4)
             if j == pos or j == neg:
                 continue
@@ -783,21 +787,9 @@ def ovr_dual_scores(rows: Any, sq_rows: Any, coef: Any, S: int, x: Any, sq_x: fl
     elif S > 0:
         row = kv[:S]
         np.dot(rows[:S], x, row)
-        finite = True
         for s in range(S):
-            v = kernel_value(kind, degree, gamma, coef0, row[s], sq_rows[s], sq_x)
-            row[s] = v
-            if not math.isfinite(v):
-                finite = False
-        if finite:
-            np.dot(row, coef[:S], scores)
-        else:
-            for k in range(K):
-                acc = 0.0
-                for s in range(S):
-                    if coef[s, k] != 0.0:
-                        acc += coef[s, k] * kv[s]
-                scores[k] = acc
+            row[s] = kernel_value(kind, degree, gamma, coef0, row[s], sq_rows[s], sq_x)
+        class_scores(row, coef, S, scores)
     else:
         scores[:] = 0.0
 
@@ -868,26 +860,29 @@ def kernel_block(X: Any, lo: int, hi: int, sq: Any, rows: Any, sq_rows: Any, S: 
 
 
 @jit
-def block_scores(Kb: Any, coef: Any, S: int, out: Any) -> None:
-    """out[i] = sum_s Kb[i, s] coef[s] (one ``dgemv`` per row); a kernel value that is not
-    finite counts only in the learners whose coefficient on it is not 0."""
-    K = coef.shape[1]
-    for i in range(Kb.shape[0]):
-        row = Kb[i]
-        finite = True
+def class_scores(row: Any, coef: Any, S: int, out: Any) -> None:
+    """out[k] = sum_s row[s] coef[s, k] over the first S supports: one product (``dgemv``)
+    for every learner k, except where a kernel value is not finite (0 * inf): then each
+    learner sums only the supports its coefficient is not 0 on, as its binary run does."""
+    for s in range(S):
+        if not math.isfinite(row[s]):
+            break
+    else:
+        np.dot(row[:S], coef[:S], out)
+        return
+    for k in range(coef.shape[1]):
+        acc = 0.0
         for s in range(S):
-            if not math.isfinite(row[s]):
-                finite = False
-                break
-        if finite:
-            np.dot(row, coef[:S], out[i])
-        else:
-            for k in range(K):
-                acc = 0.0
-                for s in range(S):
-                    if coef[s, k] != 0.0:
-                        acc += coef[s, k] * row[s]
-                out[i, k] = acc
+            if coef[s, k] != 0.0:
+                acc += coef[s, k] * row[s]
+        out[k] = acc
+
+
+@jit
+def block_scores(Kb: Any, coef: Any, S: int, out: Any) -> None:
+    """out[i] = sum_s Kb[i, s] coef[s] for every row i of the kernel block (``class_scores``)."""
+    for i in range(Kb.shape[0]):
+        class_scores(Kb[i], coef, S, out[i])
 
 
 @jit

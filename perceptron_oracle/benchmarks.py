@@ -239,13 +239,16 @@ def numpy_romma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[i
     return updates
 
 
-def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[int]:
+def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0, epochs: int = 1
+                     ) -> list[int]:
     """PUMMA_2(delta), hard margin: start-up from a first positive and negative example,
     then z = x_pos - x_neg, the closed forms with c = 2 and the bias (20)."""
+    T = X.shape[0]
     w = np.zeros(X.shape[1])
     b, pos, neg = -1.0, -1, -1
     updates = []
-    for t in range(X.shape[0]):
+    for trial in range(epochs * T):
+        t = trial % T   # the example
         if pos < 0 or neg < 0:
             if (y[t] > 0 and pos < 0) or (y[t] < 0 and neg < 0):
                 pos, neg = (t, neg) if y[t] > 0 else (pos, t)
@@ -254,7 +257,7 @@ def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[i
                     z = X[pos] - X[neg]
                     w = 2.0 * z / (z @ z)
                     b = -0.5 * (w @ X[pos] + w @ X[neg])
-                updates.append(t)
+                updates.append(trial)
             continue
         if t in (pos, neg) or y[t] * (X[t] @ w + b) >= 1 - delta:
             continue
@@ -264,7 +267,7 @@ def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[i
         lam, eta = _romma_step(2.0, zz, vz, vv, float(vv - vz * vz / zz))
         w = lam * z + eta * w
         b = -0.5 * (w @ X[pos] + w @ X[neg])
-        updates.append(t)
+        updates.append(trial)
     return updates
 
 

@@ -26,6 +26,7 @@ import time
 import numpy as np
 import pytest
 
+from perceptron_oracle import benchmarks as bench
 from perceptron_oracle.benchmarks import dense_data
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import _compiled
@@ -46,40 +47,6 @@ def _data(r: int, full: bool):
         size = FULL if full else SMALL
         _cache[key] = experiment.r_of_k(size["n_examples"], size["n"], size["k"], r, seed=r)
     return _cache[key]
-
-
-def plain_pumma(X: np.ndarray, y: np.ndarray, epochs: int, delta: float) -> list[int]:
-    """PUMMA_2(delta), hard margin, as a per-trial numpy loop (one dot product per trial,
-    the closed forms (15)/(19) and the bias (20) at each update): the baseline."""
-    T = len(y)
-    w = np.zeros(X.shape[1])
-    b, pos, neg = -1.0, -1, -1
-    updates = []
-    for t in range(epochs * T):
-        j = t % T
-        if pos < 0 or neg < 0:
-            if (y[j] > 0 and pos < 0) or (y[j] < 0 and neg < 0):
-                pos, neg = (j, neg) if y[j] > 0 else (pos, j)
-                b = 1.0 if neg < 0 else -1.0
-                if pos >= 0 and neg >= 0:
-                    z = X[pos] - X[neg]
-                    w = 2.0 * z / (z @ z)
-                    b = -0.5 * (w @ X[pos] + w @ X[neg])
-                updates.append(t)
-            continue
-        if j in (pos, neg) or y[j] * (X[j] @ w + b) >= 1 - delta:
-            continue
-        pos, neg = (j, neg) if y[j] > 0 else (pos, j)
-        z = X[pos] - X[neg]
-        zz, vz, vv = z @ z, w @ z, w @ w
-        if 2 * vz >= zz * vv:
-            w = 2.0 * z / zz
-        else:
-            D = zz * vv - vz * vz
-            w = (vv * (2 - vz) / D) * z + ((zz * vv - 2 * vz) / D) * w
-        b = -0.5 * (w @ X[pos] + w @ X[neg])
-        updates.append(t)
-    return updates
 
 
 def _timed(fn, *args, repeat: int = 3, **kwargs) -> float:
@@ -110,7 +77,7 @@ def test_fast_form(benchmark, name):
                                rounds=1 if benchmark.disabled else 3)
     assert trace.updates
     if name.startswith("pumma p=2 "):
-        assert trace.updates == plain_pumma(data.X, data.y, EPOCHS, 0.1)
+        assert trace.updates == bench.numpy_pumma_loop(data.X, data.y, 0.1, EPOCHS)
 
 
 def test_ratios_and_the_papers_experiment(benchmark):
@@ -120,7 +87,7 @@ def test_ratios_and_the_papers_experiment(benchmark):
     benchmark.pedantic(lambda: None, rounds=1)
     data = _data(1, full)
     X, y = data.X, data.y
-    t_loop = _timed(plain_pumma, X, y, EPOCHS, 0.1, repeat=1)
+    t_loop = _timed(bench.numpy_pumma_loop, X, y, 0.1, EPOCHS, repeat=1)
     times = {name: _timed(run, X, y, repeat=3 if full else 1) for name, run in RUNS.items()}
     updates = len(RUNS["pumma p=2 primal"](X, y).updates)
     lines = [f"r-of-k, r = 1: {X.shape[0]} x {X.shape[1]}, {EPOCHS} epochs, PUMMA_2 updates "
@@ -195,48 +162,6 @@ def plain_romma_dual(X: np.ndarray, y: np.ndarray, kernel, delta: float) -> list
     return updates
 
 
-def _numba_romma():
-    import numba
-
-    @numba.njit(cache=False, error_model="numpy")
-    def loop(X, y, threshold, flags):
-        n = X.shape[1]
-        w = np.zeros(n)
-        last = -1
-        for t in range(X.shape[0]):
-            s = 0.0
-            for i in range(n):
-                s += X[t, i] * w[i]
-            vz = y[t] * s
-            if vz >= threshold or t == last:
-                continue
-            zz = 0.0
-            vv = 0.0
-            for i in range(n):
-                zz += X[t, i] * X[t, i]
-                vv += w[i] * w[i]
-            if vv == 0 or vz >= zz * vv:
-                lam, eta = 1 / zz, 0.0
-            else:
-                r = vz / zz
-                res = 0.0
-                for i in range(n):
-                    d = w[i] - r * y[t] * X[t, i]
-                    res += d * d
-                D = zz * res
-                lam, eta = vv * (1 - vz) / D, (zz * vv - vz) / D
-            for i in range(n):
-                w[i] = eta * w[i] + lam * y[t] * X[t, i]
-            flags[t] = 1
-            last = t
-
-    def run(X, y, delta):
-        flags = np.zeros(len(y), dtype=np.uint8)
-        loop(X, y.astype(np.float64), 1 - delta, flags)
-        return np.flatnonzero(flags).tolist()
-    return run
-
-
 ROMMA_CASES = {  # (form, rate): (rows, columns, label noise, delta)
     ("primal", "low"): (20_000, 100, 0.0, 0.9),
     ("primal", "high"): (20_000, 100, 0.1, 0.0),
@@ -261,7 +186,7 @@ def test_romma_ratios(benchmark, form, rate):
         floor = lambda: X @ w  # noqa: E731
         loops = {"np loop": lambda: plain_romma(X, y, delta)}
         if _compiled.available():
-            numba_loop = _numba_romma()
+            numba_loop = bench.numba_loops()["romma"]
             numba_loop(X[:50], y[:50], delta)  # compile outside the timings
             loops["numba loop"] = lambda: numba_loop(X, y, delta)
     else:
