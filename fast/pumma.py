@@ -350,7 +350,8 @@ class _Pumma(Guarded):
         if self.p != 2.0:
             self.space.pair_apply(self.pos, self.neg, solution)
         else:
-            self.space.apply(solution[0], solution[1], [(self.pos, 1.0), (self.neg, -1.0)])
+            self.space.apply(solution[0], solution[1], [(self.pos, 1.0), (self.neg, -1.0)],
+                             j)
         self.b = -0.5 * (self.space.dot(self.pos) + self.space.dot(self.neg))
 
     def final(self, y: np.ndarray) -> dict[str, Any]:
@@ -450,7 +451,7 @@ def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
     ``updates`` (an exact run's) and reports, beside every trial's score, its update test's
     left side y score + xi_j as the form compares it with 1 - delta (nan at start-up and for
     the pair members, whose test is skipped).  The reference's soft-margin fragile rule
-    reads both (SPEC.md 12.5).  The decisions and outputs of ``primal``/``dual`` are not
+    reads both (SPEC.md 14.5).  The decisions and outputs of ``primal``/``dual`` are not
     touched: the record exists only here.  Always the block-ahead driver (the numpy path):
     the compiled loop of p = 2 (``fast._compiled_pumma``) neither imposes updates nor
     records the test's left side."""

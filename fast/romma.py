@@ -28,6 +28,7 @@ This module also holds what ROMMA and PUMMA share (``fast.pumma`` imports it):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -163,8 +164,10 @@ class PrimalSpace:
         out = float(self.w @ self.w)
         return out + float(self.a @ self.a) * self.inv_c if self.a is not None else out
 
-    def apply(self, lam: float, eta: float, zc: list[tuple[int, float]]) -> None:
-        """w~ <- eta w~ + lam z~ with z~ = sum_e coef_e x~_e.  With more than one term (PUMMA's
+    def apply(self, lam: float, eta: float, zc: list[tuple[int, float]],
+              after: int | None = None) -> None:
+        """w~ <- eta w~ + lam z~ with z~ = sum_e coef_e x~_e (``after``, the update's trial,
+        matters to the dual space only).  With more than one term (PUMMA's
         z = x_pos - x_neg) z is formed first and added once: adding lam x_pos and then
         -lam x_neg loses eta w wherever lam |x| dwarfs it (found: x_pos and x_neg equal up to
         5e-118 in one coordinate, lam = 1.7e235, eta w = 4e117 in that coordinate: the form
@@ -193,101 +196,218 @@ class DualSpace:
 
     Kept (T examples, S support examples):
 
-    - the coefficients a, by support position;
-    - the kernel cache: for the first support examples, their kernel rows k(x_s, X) (T
-      values each, computed once when the example joins the support), in chunks that are
-      allocated as the support grows and never copied, within ``KERNEL_CACHE_BYTES`` in
-      all; a block's scores are ``a @ rows[:, block]`` over the chunks, plus, beyond the
-      cache, the block's kernel values against the remaining support computed per block;
-    - ``Ga`` = G~ a, G~ the support's Gram matrix with 1/C on its diagonal for the soft
-      margin: (G~ a)_s = w~.x~_s.  It gives v.x_e (``dot``) in O(1) and ||v||^2 = a.G~a
-      in O(S), and is carried through an update in O(S) (a <- eta a + lam sum_e c_e 1_e:
-      Ga <- eta Ga + lam sum_e c_e G~[:, e], gathered from e's cached row), so no
-      update costs O(S^2) and G~ itself is never stored.  The recurrence's rounding is
-      bounded by recomputing Ga from the cache every max(REFRESH, S) updates (O(S^2),
-      amortised O(S) per update).
+    - the coefficients a and, for dense X, the support's rows as one contiguous array ``XS``
+      (by support position), so that a kernel block against the support is one product;
+    - a *window* of scores: the current state's scores of the trials ws .. we-1, computed
+      ahead of the driver's block (at least ``WINDOW`` trials) by one kernel block
+      K(X[ws:we], X_S) @ a.  An update w~' = eta w~ + lam z~ inside the window is folded into
+      the scores of the trials after it, s' = eta s + lam k(z, x) (one short kernel row per
+      term of z over the rest of the window), so an update never restarts the scoring;
+      after ``MAX_FOLDS`` folds the window is scored afresh (it bounds the folds' rounding);
+      the linear kernel's window is X[ws:we] (X_S^T a) instead, O((W + S) n)
+      (``COLLAPSE_LINEAR``);
+    - what the step needs in O(1) per update, no Gram column (G~ is the support's Gram
+      matrix with 1/C on its diagonal for the soft margin): ||v~||^2 carried as
+      lam w~.z~ + eta w~.v~; w~.x~_e carried for z's examples (eta v~.x~_e +
+      lam sum_f c_f G~[e, f]), else read from the window (an example about to update is
+      in it); G~'s entries from kernel values k(x_e, x_f).  Their rounding is bounded by
+      recomputing ||v~||^2 and those dots from G~ a every max(REFRESH, S) updates
+      (``Ga``: O(S^2 n) by kernel blocks, amortised O(S n) per update);
+    - from the second pass over the data on (where it pays: a row serves every later
+      epoch), the kernel cache: the kernel rows k(x_s, X) of the first support examples
+      (T values each), in chunks that are allocated as the support grows and never copied,
+      within ``KERNEL_CACHE_BYTES`` in all.  A window's scores are then ``a @ rows[:, win]``
+      over the chunks plus the kernel block against the support beyond the cache.  A run
+      of one epoch computes no row against all T examples.
     """
 
     #: the kernel cache grows by chunks of at most this many bytes (each a fresh array)
     CHUNK_BYTES = 64 * 2**20
-    #: Ga is recomputed after at most max(REFRESH, S) updates
+    #: ||v~||^2 and the carried dots are recomputed after at most max(REFRESH, S) updates
     REFRESH = 64
+    #: trials scored ahead at least (the driver's block when that is longer)
+    WINDOW = 128
+    #: a window is scored afresh after this many folded updates
+    MAX_FOLDS = 64
+    #: kernel blocks are formed in pieces of at most this many bytes
+    BLOCK_BYTES = 8 * 2**20
+    #: the linear kernel's window as X_w (X_S^T a) (False: the kernel block, as any kernel)
+    COLLAPSE_LINEAR = True
 
     def __init__(self, X: Any, T: int, C: float | None, kernel: Kernel):
         self.X, self.kernel, self.T = X, kernel, T
         self.inv_c = 0.0 if C is None else 1.0 / C
+        self.sparse = sp.issparse(X)
         self.support: list[int] = []
         self.sup = np.zeros(16, dtype=np.int64)   # the support as an array (gathers)
         self.slot = np.full(T, -1, dtype=np.int64)
         self.coef = np.zeros(16)
-        self.Ga = np.zeros(16)
+        self.XS = None if self.sparse else np.zeros((16, X.shape[1]))
+        self.sq = _sqnorms(X) if kernel.name == "rbf" else None
+        self.vv = 0.0                             # ||v~||^2
+        self.vx: dict[int, float] = {}            # w~.x~_e known for the current state
+        self.grams: dict[tuple[int, int], float] = {}
+        self.last_pair: tuple[tuple[Any, ...], tuple[float, float]] = ((), (0.0, 0.0))
+        self.z = np.zeros(0)                      # z formed by pair() (linear, two terms)
+        self.stale = 0                            # updates since Ga was recomputed
+        self.win, self.ws, self.we, self.folds = np.zeros(0), 0, 0, 0
+        self.last_start = -1
         self.max_cached = max(1, min(T, KERNEL_CACHE_BYTES // (8 * T)))
         self.chunks: list[np.ndarray] = []        # (k, T) arrays: row s = k(x_s, X)
         self.capacity = 0                         # rows allocated over the chunks
-        self.sq = _sqnorms(X) if kernel.name == "rbf" else None
-        self.stale = 0                            # updates since Ga was recomputed
+        self.cached = 0                           # rows filled: support positions < cached
+        self.caching = False                      # from the second pass on
 
-    # -- the kernel cache -----------------------------------------------------------------
-    def _kernel_row(self, e: int) -> np.ndarray:
-        """k(x_e, X): one X x_e product (the squared norms of the Gaussian kernel are
-        computed once per run)."""
-        if sp.issparse(self.X):
-            dots = np.asarray((self.X @ self.X[e].T).todense()).ravel()
-        else:
-            dots = self.X @ self.X[e]
+    # -- kernel values ------------------------------------------------------------------
+    def _rows(self, lo: int, hi: int) -> Any:
+        """The support examples at positions lo .. hi-1, as rows."""
+        if self.XS is not None:
+            return self.XS[lo:hi]
+        return self.X[self.sup[lo:hi]]
+
+    def _finish(self, dots: np.ndarray, sq_a: Any, sq_b: Any) -> np.ndarray:
+        """The kernel from inner products (the Gaussian's from the squared norms sq_a,
+        sq_b of the two sides, broadcast against ``dots``)."""
         kern = self.kernel
         if kern.name == "linear":
             return dots
         if kern.name == "poly":
             return (float(kern.gamma) * dots + float(kern.coef0)) ** kern.degree
-        assert self.sq is not None
-        d2 = self.sq + self.sq[e] - 2.0 * dots
+        d2 = sq_a + sq_b - 2.0 * dots
         np.maximum(d2, 0.0, out=d2)  # cancellation can leave tiny negatives
         return np.exp(-float(kern.gamma) * d2)
 
-    def _store(self, s: int, row: np.ndarray) -> None:
-        """Cache row s (the next one): a new chunk, sized to double the cache, when full."""
-        if s == self.capacity:
-            k = min(self.max_cached - s, max(16, s), max(1, self.CHUNK_BYTES // (8 * self.T)))
-            self.chunks.append(np.zeros((k, self.T)))
-            self.capacity += k
-        self._cached_row(s)[:] = row
+    def _block(self, A: Any, B: Any, sq_a: Any, sq_b: Any) -> np.ndarray:
+        """k(A_i, B_j) for row sets A and B with squared norms sq_a, sq_b (1-D or None)."""
+        dots = A @ B.T
+        dots = dots.toarray() if sp.issparse(dots) else np.asarray(dots)
+        if self.sq is None:
+            return self._finish(dots, None, None)
+        return self._finish(dots, sq_a[:, None], sq_b[None, :])
 
-    def _cached_row(self, s: int) -> np.ndarray:
+    def _row(self, A: Any, sq_a: Any, e: int) -> np.ndarray:
+        """k(A_i, x_e) for the rows A (squared norms sq_a): one matrix-vector product."""
+        if self.sparse:
+            dots = np.asarray((A @ self.X[e].T).todense()).ravel()
+        else:
+            dots = A @ self.X[e]
+        return self._finish(dots, sq_a, None if self.sq is None else self.sq[e])
+
+    def _against(self, A: Any, sq_a: Any, idx: Any) -> np.ndarray:
+        """k(A_i, x_e) for the rows A and the examples e of ``idx``: (len(A), len(idx))."""
+        return self._block(A, self.X[idx], sq_a, None if self.sq is None else self.sq[idx])
+
+    def _sq_sup(self, lo: int, hi: int) -> Any:
+        return None if self.sq is None else self.sq[self.sup[lo:hi]]
+
+    def _sq_x(self, lo: int, hi: int) -> Any:
+        return None if self.sq is None else self.sq[lo:hi]
+
+    # -- the window of scores -----------------------------------------------------------
+    def block_scores(self, start: int, stop: int) -> np.ndarray:
+        if start <= self.last_start:  # a new pass over the data: rows pay from here on
+            self._start_cache()
+        self.last_start = start
+        if not (self.ws <= start and stop <= self.we):
+            self._score_window(start, stop)
+        return self.win[start - self.ws:stop - self.ws]
+
+    def _score_window(self, start: int, stop: int) -> None:
+        """Score trials start .. start + max(WINDOW, stop - start) - 1 from the support."""
+        ws, we = start, min(self.T, start + max(self.WINDOW, stop - start))
+        S = len(self.support)
+        s = np.zeros(we - ws)
+        pos = 0
+        for chunk in self.chunks:
+            k = min(self.cached - pos, chunk.shape[0])
+            if k <= 0:
+                break
+            s += self.coef[pos:pos + k] @ chunk[:k, ws:we]
+            pos += k
+        Xw, sq_w = self.X[ws:we], self._sq_x(ws, we)
+        if self.kernel.is_linear and self.COLLAPSE_LINEAR:
+            if S:   # K(X_w, X_S) a = X_w (X_S^T a): O((W + S) n), not O(W S n)
+                s += Xw @ np.asarray(self._rows(0, S).T @ self.coef[:S]).ravel()
+            self.win, self.ws, self.we, self.folds = s, ws, we, 0
+            return
+        piece = max(1, self.BLOCK_BYTES // (8 * (we - ws)))
+        for lo in range(self.cached, S, piece):
+            hi = min(S, lo + piece)
+            s += self._block(Xw, self._rows(lo, hi), sq_w, self._sq_sup(lo, hi)) \
+                @ self.coef[lo:hi]
+        self.win, self.ws, self.we, self.folds = s, ws, we, 0
+
+    def _fold(self, lam: float, eta: float, zc: list[tuple[int, float]],
+              after: int | None) -> None:
+        """The window after the update at trial ``after``: s <- eta s + lam k(z, x) for the
+        trials after it (unknown position or too many folds: scored afresh when asked)."""
+        if after is None or not self.ws <= after < self.we or self.folds >= self.MAX_FOLDS:
+            self.ws = self.we = 0
+            return
+        lo = after + 1
+        rest = self.win[lo - self.ws:]
+        if rest.size:
+            if eta != 1.0:
+                rest *= eta
+            Xr, sq_r = self.X[lo:self.we], self._sq_x(lo, self.we)
+            if len(zc) == 1:
+                rest += (lam * zc[0][1]) * self._row(Xr, sq_r, zc[0][0])
+            elif self.kernel.is_linear and not self.sparse:  # k(z, x) = z.x: one product
+                rest += lam * (Xr @ self.z)   # z as pair() formed it for this update
+            else:
+                K = self._against(Xr, sq_r, [e for e, _ in zc])
+                rest += K @ np.array([lam * c for _, c in zc])
+        self.win, self.ws = rest, lo
+        self.folds += 1
+
+    # -- the kernel cache (second pass on) ----------------------------------------------
+    def _start_cache(self) -> None:
+        """Cache the kernel rows of the support so far (up to the cap), block by block
+        (not for the linear kernel when it collapses: its window costs O((W + S) n))."""
+        if self.kernel.is_linear and self.COLLAPSE_LINEAR:
+            return
+        self.caching = True
+        S = min(len(self.support), self.max_cached)
+        while self.cached < S:
+            if self.cached == self.capacity:
+                self._grow(S - self.cached)
+            chunk, at = self._chunk_of(self.cached)
+            piece = max(1, self.BLOCK_BYTES // (8 * self.T))
+            hi = min(S, self.cached + piece, self.cached + chunk.shape[0] - at)
+            chunk[at:at + hi - self.cached] = self._block(
+                self._rows(self.cached, hi), self.X, self._sq_sup(self.cached, hi), self.sq)
+            self.cached = hi
+        self.ws = self.we = 0  # rescore from the cache
+
+    def _grow(self, need: int = 1) -> None:
+        """A new chunk of at least ``need`` rows, sized to double the cache (within the cap
+        and CHUNK_BYTES)."""
+        s = self.capacity
+        k = min(self.max_cached - s, max(16, s, need),
+                max(1, self.CHUNK_BYTES // (8 * self.T)))
+        self.chunks.append(np.zeros((k, self.T)))
+        self.capacity += k
+
+    def _chunk_of(self, s: int) -> tuple[np.ndarray, int]:
         for chunk in self.chunks:
             if s < chunk.shape[0]:
-                return chunk[s]
+                return chunk, s
             s -= chunk.shape[0]
         raise IndexError(s)
 
-    def _cached_block(self, idx: Any, cached: int) -> np.ndarray:
-        """k(x_s, x_i) for the first ``cached`` support examples s and the examples ``idx``
-        (a slice or an index array), from the cache: (cached, len(idx))."""
-        parts, left = [], cached
-        for chunk in self.chunks:
-            if left <= 0:
-                break
-            k = min(left, chunk.shape[0])
-            parts.append(chunk[:k, idx])
-            left -= k
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+    def _cached_row(self, s: int) -> np.ndarray:
+        chunk, at = self._chunk_of(s)
+        return chunk[at]
 
-    def block_scores(self, start: int, stop: int) -> np.ndarray:
-        S = len(self.support)
-        cached = min(S, self.max_cached)
-        s = np.zeros(stop - start)
-        pos = 0
-        for chunk in self.chunks:
-            k = min(cached - pos, chunk.shape[0])
-            if k <= 0:
-                break
-            s += self.coef[pos:pos + k] @ chunk[:k, start:stop]
-            pos += k
-        if S > cached:
-            extra = self.kernel.matrix(self.X[start:stop], self.X[self.support[cached:]])
-            s += extra @ self.coef[cached:S]
-        return s
+    def _cache_row(self, e: int) -> None:
+        """Cache k(x_e, X) for the newest support example e (while the cache has room)."""
+        if self.cached == self.capacity:
+            self._grow()
+        self._cached_row(self.cached)[:] = self._row(self.X, self.sq, e)
+        self.cached += 1
 
+    # -- the support and its Gram matrix ------------------------------------------------
+    # -- the support, ||v||^2 and the pair's products -----------------------------------
     def slack(self, start: int, stop: int) -> np.ndarray | None:
         """a_j / C for the block's examples (y_j times the slack xi_j), or None."""
         if not self.inv_c:
@@ -298,65 +418,100 @@ class DualSpace:
         out[inside] = self.coef[slots[inside]] * self.inv_c
         return out
 
-    def _gram_column(self, e: int) -> np.ndarray:
+    def _column(self, e: int) -> np.ndarray:
         """G~[:, e] over the support: k(x_s, x_e) (+ 1/C at e's own position)."""
         S, s = len(self.support), int(self.slot[e])
-        if s < self.max_cached:
-            out = self._cached_row(s)[self.sup[:S]]
+        if s < self.cached:
+            col = self._cached_row(s)[self.sup[:S]]
         else:
-            out = self.kernel.matrix(self.X[self.support], self.X[e:e + 1])[:, 0]
+            col = self._row(self._rows(0, S), self._sq_sup(0, S), e)
         if self.inv_c:
-            out[s] += self.inv_c
-        return out
+            col[s] += self.inv_c
+        return col
 
     def ensure(self, e: int) -> None:
-        """Make example e a support example (coefficient 0), computing its kernel row
-        (against every example while the cache has room, else against the support)."""
+        """Make example e a support example (coefficient 0; in a later pass, while the
+        cache has room, with its kernel row)."""
         if self.slot[e] >= 0:
             return
         S = len(self.support)
         if S == self.coef.shape[0]:
             self.coef = np.concatenate([self.coef, np.zeros(S)])
-            self.Ga = np.concatenate([self.Ga, np.zeros(S)])
             self.sup = np.concatenate([self.sup, np.zeros(S, dtype=np.int64)])
-        if S < self.max_cached:
-            row = self._kernel_row(e)
-            self._store(S, row)
-            k = row[self.sup[:S]]
-        else:
-            k = self.kernel.matrix(self.X[self.support], self.X[e:e + 1])[:, 0]
+            if self.XS is not None:
+                self.XS = np.concatenate([self.XS, np.zeros_like(self.XS)])
+        if self.XS is not None:
+            self.XS[S] = self.X[e]
         self.slot[e] = S
         self.support.append(e)
         self.sup[S] = e
-        self.Ga[S] = float(k @ self.coef[:S])  # a_e = 0: no other entry of G~a changes
+        if self.caching and self.cached == S < self.max_cached:
+            self._cache_row(e)
+
+    @property
+    def Ga(self) -> np.ndarray:
+        """G~ a over the support (w~.x~_s for every support example s), computed afresh
+        from the cache and the kernel beyond it: O(S^2 n)."""
+        S = len(self.support)
+        sup, c = self.sup[:S], self.cached
+        Ga = self.coef[:c] @ self._cached_block(sup, c) if c else np.zeros(S)
+        piece = max(1, self.BLOCK_BYTES // (8 * max(S, 1)))
+        for lo in range(c, S, piece):
+            hi = min(S, lo + piece)
+            Ga += self._block(self._rows(0, S), self._rows(lo, hi), self._sq_sup(0, S),
+                              self._sq_sup(lo, hi)) @ self.coef[lo:hi]
+        out: np.ndarray = Ga + self.inv_c * self.coef[:S]
+        return out
 
     def _refresh(self) -> None:
-        """Ga = G~ a recomputed from the cache (and the kernel beyond it)."""
+        """||v~||^2 and the known w~.x~_e recomputed from G~ a (bounds their rounding)."""
         S = len(self.support)
-        cached = min(S, self.max_cached)
-        sup = self.sup[:S]
-        Ga = self.coef[:cached] @ self._cached_block(sup, cached)
-        if S > cached:
-            Ga += self.kernel.matrix(self.X[self.support], self.X[self.support[cached:]]) \
-                @ self.coef[cached:S]
-        self.Ga[:S] = Ga + self.inv_c * self.coef[:S]
+        Ga = self.Ga
+        self.vv = float(self.coef[:S] @ Ga)
+        self.vx = {e: float(Ga[self.slot[e]]) for e in self.vx}
         self.stale = 0
 
+    def _cached_block(self, idx: Any, cached: int) -> np.ndarray:
+        """k(x_s, x_i) for the first ``cached`` support examples s and the examples ``idx``,
+        from the cache: (cached, len(idx))."""
+        parts, left = [], cached
+        for chunk in self.chunks:
+            if left <= 0:
+                break
+            k = min(left, chunk.shape[0])
+            parts.append(chunk[:k, idx])
+            left -= k
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+
     def dot(self, e: int) -> float:
-        """w~.x~_e for a support example e."""
-        return float(self.Ga[self.slot[e]])
+        """w~.x~_e for a support example e: carried for the last update's examples, else the
+        window's score (plus the slack part), else G~[:, e] . a."""
+        out = self.vx.get(e)
+        if out is None:
+            s = int(self.slot[e])
+            if self.ws <= e < self.we:
+                out = float(self.win[e - self.ws]) + self.inv_c * float(self.coef[s])
+            else:
+                out = float(self._column(e) @ self.coef[:len(self.support)])
+            self.vx[e] = out
+        return out
 
     def gram(self, e: int, f: int) -> float:
-        """G~[e, f] for support examples e and f."""
-        (hi, lo_example), (lo, hi_example) = sorted(
-            [(int(self.slot[e]), f), (int(self.slot[f]), e)], reverse=True)
-        if hi < self.max_cached:      # the later row (it was computed with the other in X)
-            out = float(self._cached_row(hi)[lo_example])
-        elif lo < self.max_cached:
-            out = float(self._cached_row(lo)[hi_example])
-        else:
-            out = float(self.kernel.matrix(self.X[e:e + 1], self.X[f:f + 1])[0, 0])
-        return out + (self.inv_c if e == f else 0.0)
+        """G~[e, f] = k(x_e, x_f) (+ 1/C when e = f), kept until the next update."""
+        key = (e, f) if e <= f else (f, e)
+        out = self.grams.get(key)
+        if out is None:
+            d = _gram_pair(self.X, e, f)
+            kern = self.kernel
+            if kern.name == "poly":
+                d = (float(kern.gamma) * d + float(kern.coef0)) ** kern.degree
+            elif kern.name == "rbf":
+                assert self.sq is not None
+                d2 = float(self.sq[e]) + float(self.sq[f]) - 2.0 * d
+                d = math.exp(-float(kern.gamma) * max(d2, 0.0))
+            out = d + (self.inv_c if e == f else 0.0)
+            self.grams[key] = out
+        return out
 
     def residual(self, zc: list[tuple[int, float]]) -> Any:
         return None  # no vectors: step2 uses ||z||^2 ||v||^2 - (v.z)^2
@@ -364,27 +519,43 @@ class DualSpace:
     def pair(self, zc: list[tuple[int, float]]) -> tuple[float, float]:
         """||z~||^2 and v~.z~ from kernel values: k(p,p) + k(n,n) - 2 k(p,n) cancels when
         x_pos is close to x_neg (see :func:`step2`'s zz_scale)."""
+        key = tuple(zc)
+        if self.last_pair[0] == key:
+            return self.last_pair[1]
         vz = sum(ce * self.dot(e) for e, ce in zc)
-        if self.kernel.is_linear:  # form z itself: no cancellation
+        if self.kernel.is_linear and len(zc) > 1:  # form z itself: no cancellation
             z = np.zeros(self.X.shape[1])
             for e, coef in zc:
                 _row_add(self.X, e, coef, z)
-            return float(z @ z) + sum(ce * ce for _, ce in zc) * self.inv_c, vz
-        zz = sum(ce * cf * self.gram(e, f) for e, ce in zc for f, cf in zc)
+            self.z = z   # the fold's k(z, x) = z.x
+            zz = float(z @ z) + sum(ce * ce for _, ce in zc) * self.inv_c
+        else:
+            zz = sum(ce * cf * self.gram(e, f) for e, ce in zc for f, cf in zc)
+        self.last_pair = (key, (zz, vz))
         return zz, vz
 
     def norm2(self) -> float:
-        S = len(self.support)
-        return float(self.coef[:S] @ self.Ga[:S])
+        """||v~||^2, carried through the updates (and recomputed every max(REFRESH, S))."""
+        return self.vv
 
-    def apply(self, lam: float, eta: float, zc: list[tuple[int, float]]) -> None:
+    def apply(self, lam: float, eta: float, zc: list[tuple[int, float]],
+              after: int | None = None) -> None:
+        """w~ <- eta w~ + lam z~, z~ = sum_e c_e x~_e: a, ||w~||^2 = lam w~.z~ + eta w~.v~
+        (expanded in ||z~||^2, v~.z~, ||v~||^2), w~.x~_e for z's examples, the window's scores
+        after trial ``after`` (the update's) follow, each in O(S + n) and one kernel row
+        over the rest of the window."""
         S = len(self.support)
+        zz, vz = self.pair(zc)   # kept from the step's pair(): also self.z (linear)
+        dots = {e: eta * self.dot(e) + lam * sum(cf * self.gram(e, f) for f, cf in zc)
+                for e, _ in zc}
         if eta != 1.0:
             self.coef[:S] *= eta
-            self.Ga[:S] *= eta
-        for e, coef in zc:
-            self.coef[self.slot[e]] += lam * coef
-            self.Ga[:S] += (lam * coef) * self._gram_column(e)
+        for e, c in zc:
+            self.coef[self.slot[e]] += lam * c
+        # lam (w~.z~) + eta (w~.v~): no lam^2 (lam ~ 1e235 when z~ ~ 1e-118 is fine)
+        self.vv = lam * (lam * zz + eta * vz) + eta * (lam * vz + eta * self.vv)
+        self.vx, self.grams, self.last_pair = dots, {}, ((), (0.0, 0.0))
+        self._fold(lam, eta, zc, after)
         self.stale += 1
         if self.stale >= max(self.REFRESH, S):
             self._refresh()
@@ -481,7 +652,7 @@ class _Romma(Guarded):
         return step2(1.0, zz, vz, vv, residual=self.space.residual(zc))
 
     def apply(self, j: int, solution: tuple[float, float]) -> None:
-        self.space.apply(solution[0], solution[1], [(j, float(self.y[j]))])
+        self.space.apply(solution[0], solution[1], [(j, float(self.y[j]))], j)
         self.last = j
 
     def final(self) -> dict[str, Any]:
@@ -560,6 +731,7 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: An
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
          numbers: Any = "auto", record_scores: bool = False) -> Trace:
-    """Dual (kernel) form: one coefficient per support example, cached kernel rows."""
+    """Dual (kernel) form: one coefficient per support example; scores by windows of one
+    kernel block against the support, each update folded into the window (DualSpace)."""
     return _romma_run("dual", X, y, epochs, kernel, dict(delta=delta, numbers=numbers),
                       record_scores)

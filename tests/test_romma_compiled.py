@@ -150,9 +150,10 @@ def _dual_model(X, y, kernel, epochs=1):
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf:gamma=1/2", "poly:degree=2,coef0=1"])
 def test_dual_running_products_equal_a_fresh_gram_product(kernel, monkeypatch):
-    """G a carried through the updates equals G a recomputed from the kernel, also with
-    the refresh that bounds its rounding switched off; ||v||^2 too (both to 1e-10 of the
-    magnitude of their terms: on these data the coefficients grow to 1e6 and cancel)."""
+    """The dots w.x_e carried through the updates for the last update's examples, and
+    ||v||^2, equal G a recomputed from the kernel, also with the refresh that bounds their
+    rounding switched off (to 1e-10 of the magnitude of their terms: on these data the
+    coefficients grow to 1e6 and cancel)."""
     X, y = _noisy(400, 5, seed=6)
     for refresh in (fr.DualSpace.REFRESH, 10**9):
         monkeypatch.setattr(fr.DualSpace, "REFRESH", refresh)
@@ -163,7 +164,11 @@ def test_dual_running_products_equal_a_fresh_gram_product(kernel, monkeypatch):
         G = space.kernel.matrix(X[space.support], X[space.support])
         Ga = G @ a
         size = np.abs(G) @ np.abs(a)  # the terms' magnitude: both sides' rounding scale
-        assert np.all(np.abs(space.Ga[:S] - Ga) <= 1e-10 * size)
+        carried = dict(space.vx)
+        assert carried
+        for e, value in carried.items():
+            s = int(space.slot[e])
+            assert abs(value - Ga[s]) <= 1e-10 * size[s]
         assert abs(space.norm2() - a @ Ga) <= 1e-10 * (np.abs(a) @ size)
 
 

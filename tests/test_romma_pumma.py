@@ -395,7 +395,7 @@ def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
 
 # -- a lost state (SPEC.md 14.5) -----------------------------------------------------------
 
-def test_every_trial_after_a_lost_state_is_fragile():
+def test_every_trial_after_a_lost_state_is_fragile(monkeypatch):
     """x_4 and x_5 differ by 3.8e-113, so the update on trial 5 (pair (5, 3)) is
     near-singular and taken: the state is lost and every later trial must be fragile.  The
     score bounds there read inf * 0 = NaN (an unbounded slack against a zero kernel
@@ -403,7 +403,12 @@ def test_every_trial_after_a_lost_state_is_fragile():
     test (y score = 1), went unflagged while the dual form updates there.  Found by the
     differential suite (thorough profile, duplicates)."""
     from perceptron_oracle.compare import compare
+    from perceptron_oracle.fast.romma import DualSpace
     from perceptron_oracle.registry import run
+    # The dual in the evaluation order that parts at trial 9 (a fresh kernel block per
+    # block, no folded updates): the witness that the flag is needed.
+    monkeypatch.setattr(DualSpace, "MAX_FOLDS", 0)
+    monkeypatch.setattr(DualSpace, "COLLAPSE_LINEAR", False)
     a = 0.28125000028125
     X = np.array([[a, 0.5], [a, 0], [a, 0], [-1, 0], [a, 3.80521156562999e-113], [a, 0]]
                  + [[a, 0.5]] * 4)
