@@ -14,6 +14,9 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
   h_k = X_k^T X_k y_k, D_k (packed, ``Packed``) grown by the row/column -rho b,
   d_kk = rho^2 c^T b - 2 rho + rho^2 k(x, x) (item 2, derived for non-unit x).  D is
   stored only over the mistakes with rho > 0, so a mistake with rho = 0 adds nothing to D.
+  D_+ is only bordered, never updated, but b = D_+ c_+ (one dspmv over k_+^2 / 2 entries)
+  is needed at every mistake: that O(k_+^2) pass is the form's floor beside the kernel
+  block, and on long runs most of its time.
   Kernel rows k(x_s, X) are computed once per support example; with the linear kernel the
   form keeps w = X_S^T G instead.
 - ``implicit`` (any p >= 2, linear kernel, X dense or CSR): B_k = F_1 ... F_k with
@@ -301,7 +304,7 @@ class _Model:
 
 
 def _primal_update(A: np.ndarray, x: np.ndarray, rho: float) -> None:
-    """A <- (I - rho x x^T) A (I - rho x x^T) in place (section 10.9.1): one dsymv, one dsyr2
+    """A <- (I - rho x x^T) A (I - rho x x^T) in place (SPEC.md 12.7.1): one dsymv, one dsyr2
     on the upper triangle of the Fortran-ordered A."""
     a = blas.dsymv(1.0, A, x)                      # a = A_{k-1} x
     a -= (0.5 * rho * float(x @ a)) * x            # a' = a - rho (x.a)/2 x
@@ -465,7 +468,12 @@ class _Dual(_Model):
     def update(self, j: int) -> None:
         label = int(self.y[j])
         k, kp = self.k, self.kp                      # mistakes (with rho > 0) before this one
-        c = self._support_values(j)[self.mslot[:k]]  # c_i = k(x_i, x_j), i < k
+        # while every mistake so far has rho > 0 (D_+ over all of them) and a support
+        # example of its own (mistake i at support position i), the index maps are the
+        # identity and slices replace the gathers and scatters
+        plain = kp == k and (k == 0 or self.mslot[k - 1] == k - 1)
+        sv = self._support_values(j)
+        c = sv[:k] if plain else sv[self.mslot[:k]]  # c_i = k(x_i, x_j), i < k
         vx = float(self.my[:k] @ c)                  # v_{k-1}.x = y_{k-1}^T c
         rho = self.next_rho(vx, label)
         self._grow()
@@ -473,7 +481,7 @@ class _Dual(_Model):
         self.h[:k] += label * c                      # h_k[i] = h_{k-1}[i] + y c_i
         h_kk = vx + label * kxx                      # h_k[k] = y_{k-1}^T c + y k(x, x)
         self.h[k] = h_kk
-        idx = self.plus[:kp]
+        idx = slice(0, k) if plain else self.plus[:kp]
         g_new = float(label)
         if kp:
             cp = c[idx]
@@ -495,8 +503,16 @@ class _Dual(_Model):
         if self.kp and (k + 1) % self.REFRESH == 0:  # g_k = y_k + D_k h_k afresh
             self.g[:k + 1] = self.g_vector()
             self.d_work += self.kp * self.kp
+        self._weights(plain and self.mslot[k] == k)
+
+    def _weights(self, plain: bool) -> None:
+        """G (the sum of g_i over each support example) and, with the linear kernel, w."""
         S = len(self.support)
-        self.G[:S] = np.bincount(self.mslot[:k + 1], weights=self.g[:k + 1], minlength=S)
+        if plain:                                    # mistake i at support position i
+            self.G[:S] = self.g[:S]
+        else:
+            self.G[:S] = np.bincount(self.mslot[:self.k], weights=self.g[:self.k],
+                                     minlength=S)
         if self.dense_support:
             self.w = self.G[:S] @ self.XS[:S]
         elif self.linear:

@@ -13,8 +13,11 @@ block of trials is decided by one product; the recorded score is the paper's w_t
   shadow run) take a compiled per-trial loop making the same BLAS calls (keyword ``engine``:
   "auto", "numpy" or "numba").
 - ``dual`` (any kernel; Theorem 3.3): H = (a_k I + G)^{-1} over the mistakes, packed and
-  grown by a bordered update in place, the kernel row of each mistake against X (one row per
-  mistake); a block is (H y)^T K[mistakes, block].
+  grown by a bordered update in place (dspmv, dspr: O(k^2) per mistake, which no
+  representation of H avoids); a block is (H y)^T K[mistakes, block], its kernel values
+  from a window of upcoming trials (``_Window``: one kernel block against the mistakes when
+  the window opens, then one row per mistake against the window's later trials, so a run
+  computes about the T x |S| kernel block; at most ``KERNEL_CACHE_BYTES``).
 - Drift: every ``DRIFT_EVERY`` updates a residual max|A^{-1} (A p) - p| with a fixed probe
   p, A p kept as the mistakes arrive (O(n) / O(k) each); above ``DRIFT_TOL`` the inverse is
   recomputed from A (Cholesky).  The adaptive a_k recomputes it at every mistake (a
@@ -38,7 +41,7 @@ from scipy.linalg import blas
 
 from ..data import validate
 from ..errors import ParamError
-from ..kernels import Kernel, parse_kernel
+from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.second_order import PINV_RANK_TOL, a_k, resolve_params
 from ..trace import Trace
@@ -58,6 +61,8 @@ DRIFT_TOL = 1e-9
 #: The dual refactors H after a mistake whose delta = a + k(x, x) - b.h is below this share
 #: of a + k(x, x) (more than four digits lost to cancellation: badly scaled data).
 BORDER_CANCELLATION = 1e-4
+#: The dual's kernel window: at least this many upcoming trials (``_Window``).
+WINDOW = 256
 
 
 def _dense_row(X: Any, j: int) -> np.ndarray:
@@ -211,7 +216,8 @@ class _Grow:
 
 
 class _Rows:
-    """Kernel rows k(x_m, X) of the mistakes' examples, one computed per mistake."""
+    """Kernel rows k(x_m, X) of the pseudoinverse form's basis examples, one per basis
+    example (at most rank(X) of them)."""
 
     def __init__(self, X: Any, kernel: Kernel):
         self.X, self.kernel = X, kernel
@@ -231,70 +237,158 @@ class _Rows:
         return self.data[:self.k, start:stop]
 
 
+class _Window:
+    """Kernel values k(x_s, x_t) of the support examples s against a window of upcoming
+    trials t in [lo, hi): one kernel block (support x window) when the window opens, then one
+    row per mistake against the trials after it (the window's trials before a mistake are
+    never scored again).  A block inside the window is scored from it without any kernel
+    work, so that the run computes about the T x |S| kernel block and no more; the window
+    holds at most ``KERNEL_CACHE_BYTES``."""
+
+    def __init__(self, X: Any, kernel: Kernel):
+        self.X, self.kernel = X, kernel
+        self.lo = self.hi = self.front = 0
+        self.data = np.zeros((0, 0))
+
+    def covers(self, start: int, stop: int) -> bool:
+        """Whether [start, stop) lies in the window after its last mistake (a later epoch
+        comes back to earlier trials: the rows added since do not hold them)."""
+        return self.front <= start and stop <= self.hi
+
+    def open(self, support: list[int], start: int, stop: int) -> bool:
+        """A window from ``start`` over at least the block [start, stop); False when the
+        block's kernel values would exceed the cache cap (the caller computes them)."""
+        k = len(support)
+        width = min(self.X.shape[0] - start, max(stop - start, WINDOW))
+        rows = k + max(16, k // 4)
+        width = min(width, max(1, KERNEL_CACHE_BYTES // (8 * rows)))
+        if width < stop - start:
+            self.lo = self.hi = self.front = 0
+            return False
+        self.lo = self.front = start
+        self.hi = start + width
+        self.data = np.empty((rows, width))
+        if k:
+            self.data[:k] = self.kernel.matrix(self.X[support], self.X[start:start + width])
+        return True
+
+    def add(self, row: int, j: int) -> None:
+        """Row ``row`` (a new support example, example j) against the trials after j."""
+        if not self.covers(j, j + 1) or (row == self.data.shape[0] and 16 * row
+                                         * self.data.shape[1] > KERNEL_CACHE_BYTES):
+            self.lo = self.hi = self.front = 0    # the next block opens a window afresh
+            return
+        self.front = j + 1
+        if row == self.data.shape[0]:
+            bigger = np.empty((2 * row, self.data.shape[1]))
+            bigger[:row] = self.data
+            self.data = bigger
+        if j + 1 < self.hi:
+            self.data[row, j + 1 - self.lo:] = self.kernel.matrix(
+                self.X[j:j + 1], self.X[j + 1:self.hi])[0]
+
+    def block(self, k: int, start: int, stop: int) -> np.ndarray:
+        return self.data[:k, start - self.lo:stop - self.lo]
+
+
 class _Dual:
     """Theorem 3.3: H = (a_k I + G)^{-1} over the mistakes, bordered per mistake.
 
     H is packed (``fast.higher_order.Packed``): a mistake costs h = H b (dspmv),
     H += h h^T / delta (dspr, in place) and the appended column (-h / delta; 1 / delta),
-    O(k^2) with no k x k temporary;
-    the coefficients H y are updated with it (O(k)) and recomputed at every drift check.  G
-    is not stored: the drift check keeps G p for a fixed probe p (bordering adds b_i p_k to
-    entry i and b.p + c p_k as entry k, O(k)), so the residual H (a p + G p) - p costs one
-    dspmv every DRIFT_EVERY mistakes; a refactor gathers G from the kernel rows."""
+    O(k^2) with no k x k temporary, the run's floor beside the kernel block (the decision
+    needs only the coefficients H y, O(k) per trial; the recorded score also b^T H b).
+    The coefficients are updated with it (O(k)) and recomputed at every drift check.  Kernel
+    values come from a ``_Window`` of upcoming trials.  G is not stored: the drift check keeps
+    G p for a fixed probe p (bordering adds b_i p_k to entry i and b.p + c p_k as entry k,
+    O(k)), so the residual H (a p + G p) - p costs one dspmv every DRIFT_EVERY mistakes; a
+    refactor computes G from the support examples."""
 
     def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel,
                  record: bool):
         self.X, self.y, self.p, self.record = X, y, p, record
+        self.kernel = kernel
         self.kdiag = kernel.diagonal(X)
-        self.rows = _Rows(X, kernel)
+        self.window = _Window(X, kernel)
         self.H = Packed()
-        self.labels = np.zeros(16)
-        self.Gp = np.zeros(16)
+        self.buf = np.zeros((4, 16))          # labels, G p, H y, the probe p (by row)
+        self.buf[3] = self._probe(16)
         self.support: list[int] = []
-        self.coef = np.zeros(0)
         self.k = 1
         self.a = float(a_k(p, 1))
+        self.adaptive = p["a_growth"] != "constant"
         self.refactors = 0
+        self._full: np.ndarray | None = None
+
+    @property
+    def coef(self) -> np.ndarray:
+        """H y over the mistakes so far."""
+        return self.buf[2, :self.H.k]
 
     def _probe(self, k: int) -> np.ndarray:
         return np.cos(np.arange(k) + 1.0)
 
+    def _kernel_block(self, start: int, stop: int) -> np.ndarray:
+        k = self.H.k
+        if not self.window.covers(start, stop) and not self.window.open(
+                self.support, start, stop):
+            return self.kernel.matrix(self.X[self.support], self.X[start:stop]) if k \
+                else np.zeros((0, stop - start))
+        return self.window.block(k, start, stop)
+
     def scores(self, start: int, stop: int) -> np.ndarray:
-        Kb = self.rows.block(start, stop)
+        Kb = self._kernel_block(start, stop)
         s = self.coef @ Kb
         if not self.record:
             return s
-        bhb = np.einsum("ij,ij->j", Kb, self.H.full() @ Kb)
+        if self._full is None:
+            self._full = self.H.full()
+        bhb = np.einsum("ij,ij->j", Kb, self._full @ Kb)
         return self.a * s / (self.a + self.kdiag[start:stop] - bhb)
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         return margins <= 0
 
+    def _column(self, j: int) -> np.ndarray:
+        """b = k(x_s, x_j) over the support (from the window when it holds trial j)."""
+        if self.window.covers(j, j + 1):
+            return self.window.block(self.H.k, j, j + 1)[:, 0].copy()
+        if not self.support:
+            return np.zeros(0)
+        return np.asarray(self.kernel.matrix(self.X[self.support], self.X[j:j + 1]))[:, 0]
+
     def update(self, j: int) -> None:
         k = self.H.k
-        b = self.rows.data[:k, j].copy()
+        b = self._column(j)
         c = float(self.kdiag[j])
         h = self.H.matvec(b)
         delta = self.a + c - float(b @ h)
         label = float(self.y[j])
-        hy = float(h @ self.labels[:k])
-        self.rows.add(j)
+        if k + 1 > self.buf.shape[1]:
+            grown = np.zeros((4, 2 * self.buf.shape[1]))
+            grown[:, :k] = self.buf[:, :k]
+            grown[3] = self._probe(grown.shape[1])
+            self.buf = grown
+        labels, Gp, coef, probe = self.buf
+        hy = float(h @ labels[:k])
+        self.window.add(k, j)
         self.support.append(j)
+        self._full = None
         self.H.rank_one(1.0 / delta, h)
         self.H.border(-h / delta, 1.0 / delta)
-        if k + 1 > self.labels.shape[0]:
-            self.labels = np.concatenate([self.labels, np.zeros_like(self.labels)])
-            self.Gp = np.concatenate([self.Gp, np.zeros_like(self.Gp)])
-        self.labels[k] = label
-        pk = float(np.cos(k + 1.0))
-        self.Gp[k] = float(b @ self._probe(k)) + c * pk
-        self.Gp[:k] += pk * b
+        labels[k] = label
+        Gp[k] = float(b @ probe[:k]) + c * probe[k]
+        Gp[:k] += probe[k] * b
         # H y after the border: [coef + h (h.y - y_k) / delta ; (y_k - h.y) / delta]
         step = (hy - label) / delta
-        self.coef = np.concatenate([self.coef + step * h, [-step]])
-        cancelled = delta < BORDER_CANCELLATION * (self.a + c)
+        coef[:k] += step * h
+        coef[k] = -step
+        self._after(delta < BORDER_CANCELLATION * (self.a + c))
+
+    def _after(self, cancelled: bool) -> None:
+        """a_k for the next mistake, and the refactor or drift check it calls for."""
         self.k += 1
-        new_a = float(a_k(self.p, self.k))
+        new_a = float(a_k(self.p, self.k)) if self.adaptive else self.a
         if new_a != self.a or cancelled:
             # a changed, or x lay nearly in the span of the support (delta lost digits to
             # cancellation, and the bordered H with them): H afresh by Cholesky, O(k^3)
@@ -303,26 +397,28 @@ class _Dual:
         elif self.k % DRIFT_EVERY == 0:
             if self._drift() > DRIFT_TOL:
                 self._refactor()
-            self.coef = self.H.matvec(self.labels[:self.H.k])
+            self.buf[2, :self.H.k] = self.H.matvec(self.buf[0, :self.H.k])
 
     def _drift(self) -> float:
         k = self.H.k
-        probe = self._probe(k)
-        r = self.H.matvec(self.a * probe + self.Gp[:k]) - probe
+        probe = self.buf[3, :k]
+        r = self.H.matvec(self.a * probe + self.buf[1, :k]) - probe
         return float(np.max(np.abs(r)))
 
     def _refactor(self) -> None:
         k = self.H.k
-        G = self.rows.data[:k][:, self.support]
+        Xs = self.X[self.support]
+        G = np.asarray(self.kernel.matrix(Xs, Xs))
         A = G + self.a * np.eye(k)
         self.H.set_full(sla.cho_solve(sla.cho_factor(A), np.eye(k)))
-        self.Gp[:k] = G @ self._probe(k)
-        self.coef = self.H.matvec(self.labels[:k])
+        self._full = None
+        self.buf[1, :k] = G @ self.buf[3, :k]
+        self.buf[2, :k] = self.H.matvec(self.buf[0, :k])
         self.refactors += 1
 
     def final(self, support: list[int], kern: Kernel) -> dict[str, Any]:
         out: dict[str, Any] = {"support": support}
-        coef = self.coef if self.support else np.zeros(0)
+        coef = self.coef.copy() if self.support else np.zeros(0)
         if kern.is_linear:
             Xs = self.X[self.support] if self.support else None
             out["w"] = (np.asarray(Xs.T @ coef).ravel() if Xs is not None
