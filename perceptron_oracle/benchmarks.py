@@ -36,20 +36,25 @@ its timing, which loads numba's cache or compiles):
   fast/floor is the time per mistake over the BLAS calls per mistake); ``ho implicit p=4``:
   the BLAS calls of one update of B kept explicitly (dgemv B x, dger, dgemv B v, dgemv
   B^T g), times K; every dual form: the T x |S| kernel block ``kernel.matrix(X, X[S])``
-  against the run's final support set S;
+  against the run's final support set S, for SOP's and HO's duals plus the packed BLAS
+  their bordered matrices need at each mistake k (SOP: dspmv and dspr on the k x k
+  inverse; HO: dspmv on D and the two |S| x n products of g's update): their O(k^2) per
+  mistake is the form's own, which the kernel block alone leaves out;
 - ``sklearn``: scikit-learn's ``Perceptron`` for one epoch with eta0=1, no shuffling, no
   penalty, no intercept (the form's C = 0): it updates on y score <= 0 as the Perceptron
   here does; Perceptron primal forms only;
 - ``np loop``: the algorithm as a per-trial numpy loop a user would write (one dot product
   per trial; at a mistake the update in numpy: HO's A_k in the primal representation, B_k
   explicitly for p = 4, SOP's inverse by Sherman-Morrison, ROMMA/PUMMA's closed forms; the
-  kernel Perceptron's loop takes one kernel row against the support set per trial; the
-  duals of HO, SOP, ROMMA and PUMMA, run with the linear kernel, are compared with the same
-  primal loop; PUMMA p = 4's loop scores one trial at a time and solves each update with
-  the fast form's own solver); ``numba loop``: the plain loop compiled by numba with scalar
-  dot products (Perceptron, p-norm, ROMMA, PUMMA p = 2); ``ho primal``: the fast HO primal
-  form on the same data (HO's implicit and dual rows).  Every peer's mistakes (ROMMA/PUMMA:
-  updates) are checked against the fast form's: a difference stops the run.
+  kernel Perceptron's loop takes one kernel row against the support set per trial; SOP's and
+  HO's duals are compared with their dual algorithm as such a loop (one kernel row against
+  the mistakes per trial, the bordered matrix in numpy); ROMMA's and PUMMA's duals, run with
+  the linear kernel, with the same primal loop; PUMMA p = 4's loop scores one trial at a time
+  and solves each update with the fast form's own solver); ``numba loop``: the plain loop
+  compiled by numba with scalar dot products (Perceptron, p-norm, ROMMA, PUMMA p = 2);
+  ``primal``: the fast primal form of the same algorithm on the same data (HO's implicit and
+  dual rows, SOP's dual row). Every peer's mistakes (ROMMA/PUMMA: updates) are checked
+  against the fast form's: a difference stops the run.
 - ``peak MiB``: the dual forms' tracemalloc peak during one run (shipped engine / numpy
   engine), beside the kernel cache cap ``kernels.KERNEL_CACHE_BYTES`` printed in the header.
   Numba's own allocations are not traced (the compiled loops allocate their arrays in numpy
@@ -210,6 +215,43 @@ def numpy_sop_loop(X: np.ndarray, y: np.ndarray, a: float = 1.0) -> list[int]:
             u = M @ v
     return mistakes
 
+
+
+def numpy_sop_dual_loop(X: np.ndarray, y: np.ndarray, a: float = 1.0) -> list[int]:
+    """SOP's dual (linear kernel) as a per-trial numpy loop: one kernel row against the
+    mistakes per trial, H = (a I + G)^{-1} bordered with numpy at each mistake."""
+    S: list[int] = []
+    H, coef, out = np.zeros((0, 0)), np.zeros(0), []
+    for t in range(X.shape[0]):
+        b = X[S] @ X[t] if S else np.zeros(0)
+        if y[t] * (coef @ b) <= 0:
+            out.append(t)
+            h = H @ b
+            d = a + X[t] @ X[t] - b @ h
+            H = np.block([[H + np.outer(h, h) / d, -h[:, None] / d],
+                          [-h[None, :] / d, np.array([[1 / d]])]])
+            S.append(t)
+            coef = H @ y[S].astype(float)
+    return out
+
+
+def numpy_ho_dual_loop(X: np.ndarray, y: np.ndarray, c: float = HO_C) -> list[int]:
+    """HO_2(c)'s dual (linear kernel, rho_k = c/k) as a per-trial numpy loop: the score
+    g.k(X_S, x), D and h bordered with numpy at each mistake."""
+    S: list[int] = []
+    D, h, g, out = np.zeros((0, 0)), np.zeros(0), np.zeros(0), []
+    for t in range(X.shape[0]):
+        kv = X[S] @ X[t] if S else np.zeros(0)
+        if y[t] * (g @ kv) <= 0:
+            out.append(t)
+            rho, label = c / (len(S) + 1), float(y[t])
+            b, kxx = D @ kv, X[t] @ X[t]
+            dkk = rho * rho * (kv @ b) - 2 * rho + rho * rho * kxx
+            D = np.block([[D, -rho * b[:, None]], [-rho * b[None, :], np.array([[dkk]])]])
+            h = np.append(h + label * kv, y[S].astype(float) @ kv + label * kxx)
+            S.append(t)
+            g = y[S] + D @ h
+    return out
 
 def _romma_step(c: float, zz: float, vz: float, vv: float, resid: float
                 ) -> tuple[float, float]:
@@ -496,6 +538,29 @@ def kernel_block_floor(X: Any, kern: Any, trace: Any) -> Callable[[], Any]:
     return lambda: kern.matrix(X, X[support])
 
 
+def dual_update_floor(X: np.ndarray, trace: Any, kind: str) -> Callable[[], Any]:
+    """The T x |S| kernel block (linear kernel) plus the packed BLAS each mistake k of a
+    bordered dual needs in place: "sop" dspmv and dspr on the k x k inverse; "ho" dspmv on
+    D and the two |S| x n products of g's update (rho_k = c/k is never 0)."""
+    from scipy.linalg import blas
+    K = len(trace.mistakes)
+    support = sorted({u % X.shape[0] for u in trace.updates})
+    XS = np.ascontiguousarray(X[support])
+    block = kernel_block_floor(X, _linear(), trace)
+
+    def run() -> None:
+        block()
+        ap, h = np.zeros(K * (K + 1) // 2 + 1), np.ones(K + 1)
+        for k in range(1, K):
+            blas.dspmv(k, 1.0, ap, h)
+            if kind == "sop":
+                blas.dspr(k, 1e-9, h, ap, overwrite_ap=1)
+            else:
+                m = min(k, XS.shape[0])
+                h[:m] @ XS[:m] @ X[0]
+    return run
+
+
 def matvec_floor(X: Any) -> Callable[[], Any]:
     """One X @ w pass over the data."""
     w = np.ones(X.shape[1])
@@ -607,19 +672,21 @@ def _ho_sop_plan(name: str, data: tuple[Any, ...]) -> Plan:
     X = data[0]
     if name.startswith("sop"):
         run, engines = _with_engine(sop.primal if "primal" in name else sop.dual)
-        floor = (_blas_floor(X, "sop") if "primal" in name
-                 else (lambda tr: kernel_block_floor(X, _linear(), tr)))
-        return Plan(run, engines, floor, {"np loop": numpy_sop_loop}, dual="dual" in name)
+        if "primal" in name:
+            return Plan(run, engines, _blas_floor(X, "sop"), {"np loop": numpy_sop_loop})
+        return Plan(run, engines, lambda tr: dual_update_floor(X, tr, "sop"),
+                    {"np loop": numpy_sop_dual_loop,
+                     "primal": lambda X, y: sop.primal(X, y).mistakes}, dual=True)
     p = data[2]
     forms: dict[str, Callable[..., Any]] = {"primal": ho.primal, "implicit": ho.implicit,
                                             "dual": ho.dual}
     run, engines = _with_engine(forms[name.split()[1]], p=p)
     peers: dict[str, Callable[[Any, Any], Any]] = {
-        "np loop": lambda X, y: numpy_ho_loop(X, y, p)}
+        "np loop": numpy_ho_dual_loop if "dual" in name else lambda X, y: numpy_ho_loop(X, y, p)}
     if p == 2.0 and "primal" not in name:
-        peers["ho primal"] = lambda X, y: ho.primal(X, y).mistakes
+        peers["primal"] = lambda X, y: ho.primal(X, y).mistakes
     if "dual" in name:
-        floor = lambda tr: kernel_block_floor(X, _linear(), tr)  # noqa: E731
+        floor = lambda tr: dual_update_floor(X, tr, "ho")  # noqa: E731
     else:
         floor = _blas_floor(X, "ho" if p == 2.0 else "ho-b")
     return Plan(run, engines, floor, peers, dual="dual" in name)
@@ -771,8 +838,8 @@ def limit_threads(threads: int) -> tuple[AbstractContextManager[Any], str]:
     return limits, f"threads: {threads} per library (threadpoolctl): {libs}"
 
 
-COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop", "ho primal")
-RATIOS = ("floor", "sklearn", "np loop", "numba loop", "ho primal")
+COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop", "primal")
+RATIOS = ("floor", "sklearn", "np loop", "numba loop", "primal")
 
 
 def header() -> str:
@@ -799,7 +866,7 @@ def legend(results: dict[str, Any]) -> list[str]:
     from .kernels import KERNEL_CACHE_BYTES
     lines = ["floor: X @ w pass (perceptron, pnorm, romma/pumma primal); BLAS calls of one "
              "update x mistakes (ho primal/implicit, sop primal: fast/floor is per mistake); "
-             "T x |S| kernel block (every dual)"]
+             "T x |S| kernel block (every dual; SOP, HO: plus the packed BLAS per mistake)"]
     if any("peak_mib" in row for row in results.values()):
         lines.append(f"peak MiB: tracemalloc peak of one run, engine auto / numpy; kernel "
                      f"cache cap KERNEL_CACHE_BYTES = {KERNEL_CACHE_BYTES / 2**20:.0f} MiB")

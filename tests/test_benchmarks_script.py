@@ -51,8 +51,8 @@ def test_every_row_has_its_floor_its_loops_and_the_duals_memory(tiny_run):
             assert "fast/numba loop" in ratios, key
         if key.startswith("perceptron primal"):
             assert "fast/sklearn" in ratios, key
-        if key.startswith(("ho implicit p=2", "ho dual")):
-            assert "fast/ho primal" in ratios, key
+        if key.startswith(("ho implicit p=2", "ho dual", "sop dual")):
+            assert "fast/primal" in ratios, key
 
 
 def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
