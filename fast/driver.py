@@ -28,7 +28,11 @@ from ..numbers import scoped
 
 
 class FloatRangeError(DataError):
-    """A fast form's float64 state left float64's range (inf or NaN) at a trial."""
+    """A fast form's float64 state left float64's range (inf or NaN) at trial ``trial``."""
+
+    def __init__(self, message: str, trial: int | None = None):
+        super().__init__(message)
+        self.trial = trial   # None after pickling (the message still names it)
 
 
 def float_range_error(trial: int, example: int, score: float) -> FloatRangeError:
@@ -36,7 +40,7 @@ def float_range_error(trial: int, example: int, score: float) -> FloatRangeError
     return FloatRangeError(
         f"trial {trial} (example {example}): the float64 state overflowed (a score of "
         f"{score}); the data's scale is beyond float64 for this algorithm: normalise the "
-        "instances (--normalize 2, or preprocessing.normalize)")
+        "instances (--normalize 2, or preprocessing.normalize)", trial)
 
 
 MIN_BLOCK = 16

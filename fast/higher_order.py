@@ -46,7 +46,7 @@ from ..reference.common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
 from . import _compiled
-from .driver import DriverResult, FloatRangeError, run_blocks
+from .driver import DriverResult, float_range_error, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
 
@@ -185,10 +185,7 @@ def run_compiled(model: Any, T: int, epochs: int) -> DriverResult:
         if bad:
             j = t % T
             score = float(np.asarray(model.scores(j, j + 1)).ravel()[0])
-            raise FloatRangeError(
-                f"trial {t} (example {j}): the float64 state overflowed (a score of "
-                f"{score}); the data's scale is beyond float64 for this algorithm: "
-                "normalise the instances (--normalize 2, or preprocessing.normalize)")
+            raise float_range_error(t, j, score)
     updates = np.concatenate(done).tolist() if done else []
     return DriverResult(mistakes=updates, updates=list(updates))
 
