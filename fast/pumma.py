@@ -29,8 +29,9 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..reference.common import check_epochs
-from ..reference.pumma import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
-from ..reference.pumma import NEWTON_TOLERANCE, PARAMS, FloatOps, newton_dual
+from ..reference.pumma import PARAMS
+from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
+from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
 from . import _compiled
 from .driver import forced_updates, run_blocks
@@ -254,7 +255,7 @@ class PNormSpace(PrimalSpace):
                   ) -> float:
         """The KKT residual of (17), |2 - w.z| / 2 + |vv - w.th| / vv (with the soft
         margin's terms), the reference's stopping rule, divided by
-        ``reference.pumma.kkt_scale``, the magnitude of its terms relative to the
+        ``reference.pumma_newton.kkt_scale``, the magnitude of its terms relative to the
         right-hand sides (1 unless w.z = 2 or w.th = vv is a cancellation: float64 cannot
         bring the plain residual below u times that magnitude)."""
         w = f_inverse(x @ A, self.p)

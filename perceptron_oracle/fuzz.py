@@ -64,7 +64,7 @@ from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .kernels import parse_kernel
 from .numbers import format_exact, to_fraction
 from .properties.strategies import KERNELS, PARAMS
-from .reference.romma import NotConverged
+from .reference.maximum_margin import NotConverged
 from .reference.second_order import A_GROWTHS, a_k
 from .registry import ALGORITHMS, get
 from .trace import Trace, decode_value, encode_value

@@ -250,7 +250,8 @@ def sharpen(fragile: list[int], errors: list[float] | None, margins: list[Any],
     exactly c (a tie: the shadows' roundings say nothing of another evaluation order), or
     |margin - c| <= SHADOW_FACTOR max(e_t, 2u |margin|), e_t = the shadow runs' error of
     that margin.  A test whose left side is not the margin (PUMMA's soft margin) is
-    sharpened by its own call, on its own left side and errors (``romma.sharpen_by_shadows``)."""
+    sharpened by its own call, on its own left side and errors
+    (``maximum_margin.sharpen_by_shadows``)."""
     if errors is None:
         return fragile
     out = []

@@ -28,8 +28,9 @@ from hypothesis import event, given, reject, settings
 from hypothesis import strategies as st
 
 from perceptron_oracle.compare import compare
+from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
-from perceptron_oracle.reference.romma import NotConverged
+from perceptron_oracle.reference.maximum_margin import NotConverged
 from perceptron_oracle.registry import ALGORITHMS
 
 KERNEL_EXAMPLES = 8
@@ -94,8 +95,13 @@ def compare_forms_on_a_draw(algorithm: str, kernel_family: str, strategy: str,
     if any(s == 0 for s in expected.scores[first_update + 1:]):
         event("an exact tie (score 0) after the first update")
     for form in forms:
-        actual = algo.implementation("fast", form)(X, y, epochs=epochs, kernel=kernel,
-                                                   **params)
+        try:
+            actual = algo.implementation("fast", form)(X, y, epochs=epochs, kernel=kernel,
+                                                       **params)
+        except FloatRangeError as stop:  # SPEC.md 3: a form stops where float64 cannot
+            assert stop.trial in expected.fragile, f"form {form}: {stop}"  # hold the state
+            event(f"{form} stopped at a fragile trial, its state beyond float64 (accepted)")
+            continue
         result = compare(expected, actual, X)
         event(f"compared: {form}")
         if result.excused:

@@ -329,10 +329,10 @@ def test_newton_reaches_its_tolerance_at_high_precision():
 def test_a_stalled_newton_is_retried_at_more_bits_then_named(monkeypatch):
     import mpmath
 
-    from perceptron_oracle.reference import pumma as pumma_ref
-    from perceptron_oracle.reference.romma import NotConverged
+    from perceptron_oracle.reference import pumma_states
+    from perceptron_oracle.reference.maximum_margin import NotConverged
 
-    original, tried = pumma_ref.newton_dual, []
+    original, tried = pumma_states.newton_dual, []
 
     def stalls(ops, z, th, vv, p, soft, start, tol, max_steps=None):
         if isinstance(vv, float):          # the float64 warm start runs as usual
@@ -340,7 +340,7 @@ def test_a_stalled_newton_is_retried_at_more_bits_then_named(monkeypatch):
         tried.append(2 * int(-mpmath.log(tol, 2)))   # tol = 2^-(bits/2)
         raise NotConverged("stalled")
 
-    monkeypatch.setattr(pumma_ref, "newton_dual", stalls)
+    monkeypatch.setattr(pumma_states, "newton_dual", stalls)
     X, y = SETS[2]
     with pytest.raises(NotConverged, match=r"stalled at \d+ bits") as caught:
         pumma(X, y, epochs=2, p=3)
@@ -375,7 +375,7 @@ def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
     """The soft-margin rule on a noisy sequence: it keeps a subset of the a-priori
     candidates, strictly fewer, and the fast forms still agree with the reference up to the
     trials it keeps."""
-    import perceptron_oracle.reference.romma as romma_module
+    import perceptron_oracle.reference.maximum_margin as maximum_margin
     from perceptron_oracle.compare import compare
     from perceptron_oracle.registry import run
     rng = np.random.default_rng(5)
@@ -385,7 +385,7 @@ def test_soft_margin_shadow_rule_is_sharper_and_the_forms_agree(monkeypatch):
     params = dict(epochs=2, C=1, delta=F(1, 10))
     sharp = pumma(X, y, **params)
     with monkeypatch.context() as m:   # the a-priori rule alone: no shadow measurement
-        m.setattr(romma_module, "shadow_test_errors", lambda *args, **kwargs: None)
+        m.setattr(maximum_margin, "shadow_test_errors", lambda *args, **kwargs: None)
         loose = pumma(X, y, **params)
     assert set(sharp.fragile) < set(loose.fragile)
     for form in ("primal", "dual"):
@@ -443,3 +443,16 @@ def test_p_above_2_score_allows_for_the_state_scale():
     assert 21 in expected.fragile
     actual = run("pumma", X, y, epochs=3, p="5/2", impl="fast", form="primal")
     assert compare(expected, actual, X).ok
+
+
+def test_fragile_rule_compares_margins_beyond_float64_exactly():
+    """x_1 = (5e-324, 1) beside x_0 = (0, 1): a quantity of ROMMA's fragile test was an exact
+    Fraction beyond float64's range, and ``float()`` of it raised OverflowError out of the
+    reference (found by the ci profile of the differential suite).  The rule now compares
+    exactly (``rounding.within``); both fast forms agree with the run."""
+    X = np.array([[0.0, 1.0], [5e-324, 1.0], [0.125 ** 0.5, 0.125 ** 0.5]])
+    y = [-1, 1, -1]
+    expected = romma(X, y, record_scores=True)
+    assert expected.updates == [0, 2]
+    for form in ("primal", "dual"):
+        assert compare(expected, run("romma", X, y, impl="fast", form=form), X).ok, form

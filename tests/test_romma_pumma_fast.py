@@ -323,7 +323,7 @@ def test_p_above_2_newton_after_an_update_on_a_tiny_z():
     |2 - w.z| below 2^-40 where w.z = 2 cancels terms of 7.6e22 (float64 leaves ~1e6): it
     raised, and the form kept (lam, eta) = (0.57, 0.5), w.z = -3.8e22, calling trial 11 a
     mistake (exact score -3.8e22, not fragile).  The residual is now taken relative to the
-    magnitude of its terms (``reference.pumma.kkt_scale``)."""
+    magnitude of its terms (``reference.pumma_newton.kkt_scale``)."""
     a = [7.987985094321049e-69, 0.5000000005]
     X = np.array([a] * 8 + [[2.6225836722847088e-23, 0.5000000005], a,
                             [-1.0, -0.5000000005], [0.0, 1.0]] + [a] * 5)

@@ -1,7 +1,7 @@
 """Deliberately wrong ROMMA / PUMMA, each with one planted bug, callable by ``verify --impl``.
 
-Each mutation patches one building block of the exact reference (``reference.romma``,
-``reference.pumma``) for the duration of a call, so the rest of the algorithm is the
+Each mutation patches one building block of the exact reference (``reference.pumma_states``,
+``reference.maximum_margin``) for the duration of a call, so the rest of the algorithm is the
 reference's own.  ``planted(name)`` is the patch as a context manager (the property tests run
 the checks of ``properties/romma_pumma.py`` inside it); ``MUTATIONS[name]`` describes it;
 ``<name>(algorithm, X, y, *, epochs, kernel, params) -> Trace`` is the protocol of
@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from perceptron_oracle.reference import pumma as pumma_ref
+from perceptron_oracle.reference import pumma_states
 from perceptron_oracle.reference import romma as romma_ref
 
 MUTATIONS = {
@@ -51,19 +52,19 @@ def _newton_one_step(ops: Any, z: Any, th: Any, vv: Any, p: Any, soft: Any, star
     return _ORIGINAL_NEWTON(ops, z, th, vv, p, soft, (zero, zero + 1), 0, max_steps=1)
 
 
-_ORIGINAL_NEWTON = pumma_ref.newton_dual
+_ORIGINAL_NEWTON = pumma_states.newton_dual
 _ORIGINAL_SOLVE = romma_ref.solve_2norm
 
 _PATCHES: dict[str, list[tuple[Any, str, Any]]] = {
     "": [],
-    "bias_from_pos": [(pumma_ref, "pair_bias", lambda wpos, wneg: -wpos)],
-    "case_ii_skipped": [(pumma_ref, "solve_2norm", _case_i_only),
+    "bias_from_pos": [(pumma_states, "pair_bias", lambda wpos, wneg: -wpos)],
+    "case_ii_skipped": [(pumma_states, "solve_2norm", _case_i_only),
                         (romma_ref, "solve_2norm", _case_i_only)],
-    "newton_one_step": [(pumma_ref, "newton_dual", _newton_one_step)],
-    "lambda_sign": [(pumma_ref, "solve_2norm", _lambda_sign),
+    "newton_one_step": [(pumma_states, "newton_dual", _newton_one_step)],
+    "lambda_sign": [(pumma_states, "solve_2norm", _lambda_sign),
                     (romma_ref, "solve_2norm", _lambda_sign)],
-    "rhs_one": [(pumma_ref, "solve_2norm", _rhs_one)],
-    "slack_ignored": [(pumma_ref._State2, "xi", lambda self, j, label: self.zero)],
+    "rhs_one": [(pumma_states, "solve_2norm", _rhs_one)],
+    "slack_ignored": [(pumma_states.State2, "xi", lambda self, j, label: self.zero)],
 }
 
 
