@@ -43,7 +43,8 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
-from ..reference.second_order import PINV_RANK_TOL, a_k, resolve_params
+from ..reference.second_order import resolve_params
+from ..reference.second_order_engines import PINV_RANK_TOL, a_k
 from ..trace import Trace
 from .driver import run_blocks
 from .higher_order import (
@@ -437,7 +438,7 @@ def _v(X: Any, y: np.ndarray, support: list[int]) -> np.ndarray:
 
 class _Pinv:
     """The pseudoinverse form: basis B of span(X) among the mistakes, G_B^{-1}, Bm^{-1}, gamma
-    (reference.second_order._Pinv, in float64)."""
+    (reference.second_order_engines.Pinv, in float64)."""
 
     def __init__(self, X: Any, y: np.ndarray, kernel: Kernel, record: bool):
         self.X, self.y, self.record = X, y, record

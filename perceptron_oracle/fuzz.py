@@ -65,7 +65,8 @@ from .kernels import parse_kernel
 from .numbers import format_exact, to_fraction
 from .properties.strategies import KERNELS, PARAMS
 from .reference.maximum_margin import NotConverged
-from .reference.second_order import A_GROWTHS, a_k
+from .reference.second_order import A_GROWTHS
+from .reference.second_order_engines import a_k
 from .registry import ALGORITHMS, get
 from .trace import Trace, decode_value, encode_value
 

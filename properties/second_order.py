@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..kernels import parse_kernel
-from ..reference.second_order import a_k, exact_inverse, resolve_params
+from ..reference.second_order import resolve_params
+from ..reference.second_order_engines import a_k, exact_inverse
 from ..trace import Trace
 from ._base import InvariantViolation
 

@@ -13,6 +13,7 @@ import pytest
 from perceptron_oracle import golden
 from perceptron_oracle.numbers import is_mpf
 from perceptron_oracle.reference import second_order as sop_ref
+from perceptron_oracle.reference.second_order_engines import Pinv
 from perceptron_oracle.registry import run
 
 #: Zero instances (first, and between others), a duplicated point with both labels, integer
@@ -87,7 +88,7 @@ def test_pseudoinverse_internal_state_is_exact(kernel):
     from perceptron_oracle.kernels import parse_kernel
     from perceptron_oracle.reference.common import Gram, exact_data
     rows, labels = exact_data(X, Y)
-    state = sop_ref._Pinv(Gram(parse_kernel(kernel), rows), Fraction(1), True)
+    state = Pinv(Gram(parse_kernel(kernel), rows), Fraction(1), True)
     for t in range(2 * len(rows)):
         j = t % len(rows)
         s, q = state.score(j)

@@ -158,7 +158,7 @@ def test_lemma_d1_on_random_psd_matrices():
 
 def test_lemma_d1_catches_a_regularised_inverse():
     def near(M):  # (M + 2^-20 I)^{-1}: close to M^+ on span(M), wrong off it
-        from perceptron_oracle.reference.second_order import exact_inverse
+        from perceptron_oracle.reference.second_order_engines import exact_inverse
         return exact_inverse([[m + (Fraction(1, 2**20) if i == j else 0)
                                for j, m in enumerate(r)] for i, r in enumerate(M)], Fraction(1))
     B = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(0)]]

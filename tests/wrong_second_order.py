@@ -27,7 +27,8 @@ from typing import Any
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.numbers import format_exact
 from perceptron_oracle.properties.second_order import pseudo_inverse
-from perceptron_oracle.reference.second_order import a_k, exact_inverse, resolve_params
+from perceptron_oracle.reference.second_order import resolve_params
+from perceptron_oracle.reference.second_order_engines import a_k, exact_inverse
 
 MUTATIONS = {
     "": "none: the correct implementation",
