@@ -98,9 +98,12 @@ def compare_forms_on_a_draw(algorithm: str, kernel_family: str, strategy: str,
         try:
             actual = algo.implementation("fast", form)(X, y, epochs=epochs, kernel=kernel,
                                                        **params)
-        except FloatRangeError as stop:  # SPEC.md 3: a form stops where float64 cannot
-            assert stop.trial in expected.fragile, f"form {form}: {stop}"  # hold the state
-            event(f"{form} stopped at a fragile trial, its state beyond float64 (accepted)")
+        except FloatRangeError as stop:
+            # SPEC.md 3: a form stops where its float64 state leaves the range.  Accepted
+            # only after a flagged trial: the form may have parted there (taking an update
+            # the exact run declines), and from a part on compare() excuses every trial.
+            assert any(t <= stop.trial for t in expected.fragile), f"form {form}: {stop}"
+            event(f"{form} stopped after a fragile trial, its state beyond float64 (accepted)")
             continue
         result = compare(expected, actual, X)
         event(f"compared: {form}")

@@ -195,3 +195,21 @@ def test_a_lost_state_may_leave_float64_on_a_flagged_trial():
             fp.primal(X, y, epochs=2, engine=engine)
         assert info.value.trial in expected.fragile
         assert "\n" not in str(info.value)
+
+
+@needs_numba
+def test_a_form_that_parts_at_a_flagged_trial_may_leave_float64_later():
+    """At trial 23 the exact run declines an update whose z = (0, -1.3e-142) is near-singular
+    (flagged); a float64 form may take it, w grows to ~1e142 and the state overflows at
+    trial 26, which the exact run (on its own path) does not flag.  The stop is excused by
+    the earlier flag, as compare() excuses every trial after a part (thorough profile)."""
+    X = np.array([[0.3125, -1.0], [0.25, -1.0]] + [[0.25, 0.0]] * 20
+                 + [[0.25, -1.26843805e-142], [0.25, 0.0], [0.25, 0.0]])
+    y = np.array([-1] * 22 + [1, -1, -1])
+    expected = reference(X, y, epochs=3)
+    assert expected.updates == [0, 22, 26] and 23 in expected.fragile
+    for engine in ENGINES:
+        with pytest.raises(FloatRangeError) as info:
+            fp.primal(X, y, epochs=3, engine=engine)
+        assert info.value.trial not in expected.fragile
+        assert min(expected.fragile) <= info.value.trial
