@@ -10,7 +10,9 @@ import pytest
 from hypothesis import event
 
 from perceptron_oracle.compare import compare
+from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import _compiled
+from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.registry import run as run_registered
 
 needs_numba = pytest.mark.skipif(not _compiled.available(),
@@ -28,6 +30,30 @@ def check_against(expected: Any, actual: Any, X: Any, label: str) -> None:
     if result.excused:
         event(f"{label} diverged at a fragile trial (accepted)")
     assert result.ok, f"{label}: {result.describe()}"
+
+
+def assert_engines_stop_alike(run_with_engine: Any) -> None:
+    """``run_with_engine(engine)`` stops in every engine with one FloatRangeError line naming
+    the same trial (a state beyond float64's range)."""
+    messages = []
+    for engine in ENGINES:
+        with pytest.raises(FloatRangeError) as info:
+            run_with_engine(engine)
+        assert "\n" not in str(info.value)
+        messages.append(str(info.value).split(":")[0])
+    assert messages[0] == messages[1] and messages[0].startswith("trial ")
+
+
+def assert_bad_value_named(run_with_engine: Any, X: Any, bad: float) -> None:
+    """X (dense, and as CSR) holding ``bad`` (NaN or an infinity): every engine raises the
+    one-line DataError that names it, ``run_with_engine(X, engine)``."""
+    import scipy.sparse as sp
+    word = "NaN" if bad != bad else "an infinity"
+    for data in (X, sp.csr_matrix(X)):
+        for engine in ENGINES:
+            with pytest.raises(DataError, match=f"X contains {word}") as info:
+                run_with_engine(data, engine)
+            assert "\n" not in str(info.value)
 
 
 def run(algorithm: str, X: Any, y: Any, *, epochs: int, kernel: str,

@@ -20,10 +20,16 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fast_protocol import ENGINES, SHARE, needs_numba
+from fast_protocol import (
+    ENGINES,
+    SHARE,
+    assert_bad_value_named,
+    assert_engines_stop_alike,
+    needs_numba,
+)
 from fast_protocol import check_against as _check
 from perceptron_oracle import registry
-from perceptron_oracle.errors import DataError, ParamError
+from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import _compiled, _compiled_pumma
 from perceptron_oracle.fast import pumma as fp
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
@@ -100,13 +106,7 @@ def test_overflow_names_the_same_trial_in_both_engines(kind):
     X[7] = X[np.flatnonzero(y != y[7])[-1]]
     X[7, 0] += 1e-300  # a pair differing by 1e-300: w ~ 1e300, the next scores overflow
     data = sp.csr_matrix(X) if kind == "csr" else X
-    messages = []
-    for engine in ENGINES:
-        with pytest.raises(FloatRangeError) as info:
-            fp.primal(data, y, epochs=2, engine=engine)
-        assert "\n" not in str(info.value)
-        messages.append(str(info.value).split(":")[0])
-    assert messages[0] == messages[1] and messages[0].startswith("trial ")
+    assert_engines_stop_alike(lambda engine: fp.primal(data, y, epochs=2, engine=engine))
 
 
 @needs_numba
@@ -116,12 +116,8 @@ def test_nan_or_infinity_in_x_is_validates_data_error(bad, row):
     """Row 0 is scored at start-up (w = 0), row 30 after it: the same DataError."""
     X, y = _noisy(50, 4, seed=3)
     X[row, 2] = bad
-    word = "NaN" if np.isnan(bad) else "an infinity"
-    for data in (X, sp.csr_matrix(X)):
-        for engine in ENGINES:
-            with pytest.raises(DataError, match=f"X contains {word}") as info:
-                fp.primal(data, y, engine=engine, C="1/4")
-            assert "\n" not in str(info.value)
+    assert_bad_value_named(lambda data, engine: fp.primal(data, y, engine=engine, C="1/4"),
+                           X, bad)
 
 
 def _no_loop() -> None:
