@@ -274,7 +274,9 @@ def perceptron_dual(X: Any, sq: Any, y: Any, epochs: int, kind: int, degree: int
 
 @jit
 def pnorm_gradient(v: Any, p: float, w: Any) -> None:
-    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place."""
+    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place.  For
+    an integer p - 1 up to 8 the powers are repeated products (p - 2 roundings, within the
+    reference's (p + 1) gamma allowance for them), several times faster than ``pow``."""
     n = v.shape[0]
     if p == 2.0:
         for i in range(n):
@@ -291,9 +293,16 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
         return
     scale = math.ldexp(1.0, math.frexp(largest)[1])
     total = 0.0
+    q = p - 1.0
+    whole = int(q) if q == math.floor(q) and q <= 8.0 else 0   # t^q by q - 1 products
     for i in range(n):
         ti = abs(v[i]) / scale
-        pw = ti ** (p - 1.0)
+        if whole:
+            pw = ti
+            for _ in range(whole - 1):
+                pw *= ti
+        else:
+            pw = ti ** q
         w[i] = pw
         total += pw * ti
     factor = scale / total ** ((p - 2.0) / p)
