@@ -21,10 +21,11 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
   form keeps w = X_S^T G instead.
 - ``implicit`` (any p >= 2, linear kernel, X dense or CSR): B_k = F_1 ... F_k with
   F_i = I - rho_i x_i g(x_i)^T never formed; w_k = B_k^T g(B_k v_k) unwrapped through the
-  stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.  At p = 2,
-  when every factor contracts (rho ||x||^2 <= 1), the form replays its factors into the
-  primal A_k once 4 k_+ >= n (or from the start under the compiled engine, n <= 1000) and
-  goes on as the primal form.
+  stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.  When every
+  factor contracts (rho ||x||^2 <= 1), the form replays its factors into an explicit
+  representation once 4 k_+ >= n: at p = 2 the primal A_k (or from the start under the
+  compiled engine, n <= 1000), going on as the primal form; at p != 2 B_k itself, O(n^2)
+  per mistake by BLAS.
 
 The derivations are in SPEC.md (HO section, "fast forms").
 """
@@ -550,8 +551,9 @@ class _Implicit(_Model):
 
     CHUNK = 32
     GROWTH = 1.0
-    #: p = 2: the primal representation A_k = B_k^T B_k takes over once SWITCH k_+ >= n (the
-    #: implicit cost O(n k_+) per mistake then exceeds the primal's O(n^2) BLAS passes).
+    #: An explicit representation takes over once SWITCH k_+ >= n (the implicit cost
+    #: O(n k_+) per mistake then exceeds O(n^2) BLAS passes): p = 2 the primal's
+    #: A_k = B_k^T B_k, p != 2 B_k itself (``to_explicit``).
     SWITCH = 4
     #: p = 2 with the compiled engine: up to this n the primal representation runs from the
     #: first trial.
@@ -571,13 +573,14 @@ class _Implicit(_Model):
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # views, per chunk
         self.open = False                     # may the last chunk take another factor?
         self.A: np.ndarray | None = None      # p = 2 after the switch: A_k (as _Primal's)
-        self.may_switch = self.p == 2.0 and self._all_contracting()
+        self.B: np.ndarray | None = None      # p != 2 after the switch: B_k explicitly
+        self.may_switch = self._all_contracting()
 
     def _all_contracting(self) -> bool:
         """Every factor of the run will be a contraction along its x (rho ||x||^2 <= 1, from
-        the largest rho the rule can give and the longest instance): only then does the p = 2
-        switch to the explicit A_k keep the implicit form's accuracy (a test measures it on
-        non-contracting data, where the form stays implicit)."""
+        the largest rho the rule can give and the longest instance): only then does the
+        switch to an explicit A_k or B_k keep the implicit form's accuracy (a test measures
+        it on non-contracting data, where the form stays implicit)."""
         c = self.rule.c
         rho_max = 1.0 - c if self.rule.mode == "theorem1" else c
         if self.X.shape[0] == 0:
@@ -647,13 +650,43 @@ class _Implicit(_Model):
                 _primal_update(self.A, x, rho)
             self.w = blas.dsymv(1.0, self.A, self.v)
             return
+        if self.B is not None:                         # p != 2, B_k explicit
+            if rho != 0.0:   # B_k = B_{k-1} F_k = B_{k-1} - rho (B_{k-1} x) g(x)^T
+                blas.dger(-rho, blas.dgemv(1.0, self.B, x), pnorm_gradient(x, self.p),
+                          a=self.B, overwrite_a=1)
+            self.w = blas.dgemv(1.0, self.B, pnorm_gradient(blas.dgemv(1.0, self.B, self.v),
+                                                            self.p), trans=1)
+            return
         if rho != 0.0:
             self._add_factor(rho, x)
             if self.may_switch and self.SWITCH * len(self.frho) >= self.X.shape[1]:
-                self.to_primal()
-                self.w = blas.dsymv(1.0, self.A, self.v)
+                self.to_explicit()
+                self.update_weights()
                 return
         self.w = self.apply_bt(pnorm_gradient(self.apply_b(self.v), self.p))
+
+    def update_weights(self) -> None:
+        """w = B^T g(B v) from the explicit representation the form switched to."""
+        if self.A is not None:
+            self.w = blas.dsymv(1.0, self.A, self.v)
+        else:
+            assert self.B is not None
+            self.w = blas.dgemv(1.0, self.B, pnorm_gradient(blas.dgemv(1.0, self.B, self.v),
+                                                            self.p), trans=1)
+
+    def to_explicit(self) -> None:
+        """Once the implicit cost O(n k_+) per mistake exceeds O(n^2): p = 2 continues as the
+        primal (``to_primal``), p != 2 with B_k formed by replaying the factors
+        (B <- B - rho (B x) g(x)^T, one dgemv and one dger each) and the factors dropped."""
+        if self.p == 2.0:
+            self.to_primal()
+            return
+        self.B = np.asfortranarray(np.eye(self.X.shape[1]))
+        for i, rho in enumerate(self.frho):
+            blas.dger(-rho, blas.dgemv(1.0, self.B, self.fx[i]), self.fg[i], a=self.B,
+                      overwrite_a=1)
+        self.fx = self.fg = np.zeros((0, self.X.shape[1]))
+        self.frho, self.starts, self.R, self.chunks = [], [], [], []
 
     def to_primal(self) -> None:
         """p = 2: B_k^T g(B_k v) = A_k v with A_k = B_k^T B_k; form A_k by replaying the
@@ -697,6 +730,7 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     epochs = check_epochs(epochs)
     model = FORMS[form](X, y, params, kern)
     fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch
+                                and model.p == 2.0
                                 and X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N)
     with OneBlasThread():
         if fast and use_compiled(engine, y.shape[0] * epochs, not sp.issparse(X),
