@@ -22,7 +22,7 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
 - ``implicit`` (any p >= 2, linear kernel, X dense or CSR): B_k = F_1 ... F_k with
   F_i = I - rho_i x_i g(x_i)^T never formed; w_k = B_k^T g(B_k v_k) unwrapped through the
   stored (rho_i, x_i, g(x_i)) in O(n k) (item 3), up to 32 factors at a time.  When every
-  factor contracts (rho ||x||^2 <= 1), the form replays its factors into an explicit
+  factor contracts (rho g(x).x = rho ||x||_p^2 <= 1), the form replays its factors into an explicit
   representation once 4 k_+ >= n: at p = 2 the primal A_k (or from the start under the
   compiled engine, n <= 1000), going on as the primal form; at p != 2 B_k itself, O(n^2)
   per mistake by BLAS.
@@ -577,18 +577,17 @@ class _Implicit(_Model):
         self.may_switch = self._all_contracting()
 
     def _all_contracting(self) -> bool:
-        """Every factor of the run will be a contraction along its x (rho ||x||^2 <= 1, from
-        the largest rho the rule can give and the longest instance): only then does the
-        switch to an explicit A_k or B_k keep the implicit form's accuracy (a test measures
-        it on non-contracting data, where the form stays implicit)."""
+        """Every factor of the run will be a contraction along its x (rho g(x).x =
+        rho ||x||_p^2 <= 1, from the largest rho the rule can give and the longest instance
+        in p-norm, as ``_contracting`` asks of each factor): only then does the switch to an
+        explicit A_k or B_k keep the implicit form's accuracy (a test measures it on
+        non-contracting data, where the form stays implicit)."""
         c = self.rule.c
         rho_max = 1.0 - c if self.rule.mode == "theorem1" else c
         if self.X.shape[0] == 0:
             return True
-        if sp.issparse(self.X):
-            longest = float(self.X.multiply(self.X).sum(axis=1).max())
-        else:
-            longest = float(np.einsum("ij,ij->i", self.X, self.X).max())
+        absx = abs(self.X).power(self.p) if sp.issparse(self.X) else np.abs(self.X) ** self.p
+        longest = float(np.asarray(absx.sum(axis=1)).max()) ** (2.0 / self.p)
         return rho_max * longest <= 1.0
 
     def scores(self, start: int, stop: int) -> np.ndarray:

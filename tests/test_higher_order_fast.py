@@ -240,6 +240,22 @@ def test_no_drift_over_a_long_run(form, p):
     assert np.max(np.abs(w - exact)) <= 1e-11 * np.max(np.abs(exact))
 
 
+def test_implicit_p4_continues_with_an_explicit_b(monkeypatch):
+    """p != 2: once 4 k_+ >= n the implicit form replays its factors into B_k and goes on
+    with it (O(n^2) per mistake); the run equals the factor-by-factor one (switch held off)
+    trial for trial, w to 1e-12, and the reference's mistakes."""
+    X, y = _noisy(200, 12, 14, noise=0.1)
+    X = normalize(X, 4)
+    trace, model = ho.run_model("implicit", X, y, epochs=2, p=4)
+    assert model.B is not None and not model.frho
+    monkeypatch.setattr(ho._Implicit, "SWITCH", 0)
+    unwrapped, plain = ho.run_model("implicit", X, y, epochs=2, p=4)
+    assert plain.B is None
+    assert trace.mistakes == unwrapped.mistakes
+    assert np.allclose(trace.final["w"], unwrapped.final["w"], rtol=1e-12, atol=1e-14)
+    assert trace.mistakes == ref_ho.higher_order(X, y, epochs=2, p=4).mistakes
+
+
 def test_forms_agree_on_a_long_run():
     X, y = _noisy(400, 30, 12, noise=0.15)
     traces = [getattr(ho, form)(X, y, epochs=3, c=Fraction(1, 2)) for form in FORMS]
