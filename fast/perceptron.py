@@ -157,39 +157,54 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
                   ) -> tuple[list[int], list[int], list[float] | None]:
     """The run by the compiled per-trial loop (``_compiled``); leaves the model's alpha, b,
     w and blocked counts as the block-ahead driver would."""
-    X, y, kern = model.X, model.y, model.kernel
-    T = y.shape[0]
-    loops = _compiled.kernels()
-    yf = y.astype(np.float64)
+    T = model.y.shape[0]
     flags = np.zeros(epochs * T, dtype=np.uint8)
     scores = np.zeros(epochs * T if record_scores else 1)
-    lam_terms = model.lam_terms if model.lam_terms is not None else np.zeros(1)
-    bound = -1 if model.bound is None else int(model.bound)
     state = np.array([model.b, 0.0, 0.0])
     if form == "primal":
         assert isinstance(model, _Primal)
-        dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
-        bad = loops.perceptron_primal(dense, indptr, indices, data, sparse, yf, epochs,
-                                      model.eta, model.C, model.tau, lam_terms,
-                                      model.lam_terms is not None, bound, model.w,
-                                      model.alpha, state, flags, scores, record_scores)
-        checked = X  # a NaN or infinity in X: the primal's finiteness check is the loop's
+        bad = _compiled_primal(model, epochs, flags, scores, state, record_scores)
+        checked = model.X  # a NaN or infinity in X: the primal's finiteness check is the loop's
     else:
-        kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
-        support = np.zeros(T, dtype=np.int64)
-        coef = np.zeros(T)
-        bad = loops.perceptron_dual(X, np.einsum("ij,ij->i", X, X), yf, epochs, kind,
-                                    kern.degree, float(kern.gamma), float(kern.coef0),
-                                    model.eta, model.C, model.tau, lam_terms,
-                                    model.lam_terms is not None, bound, model.alpha,
-                                    np.full(T, -1, dtype=np.int64), support, coef, state,
-                                    flags, scores, record_scores)
+        bad = _compiled_dual(model, epochs, flags, scores, state, record_scores)
         checked = None
     _compiled.raise_if_bad(bad, T, state[1], checked)
     model.b = float(state[0])
     mistakes, updates, blocked = _compiled.split_flags(flags)
     model.blocked = blocked.tolist()
     return mistakes, updates, scores.tolist() if record_scores else None
+
+
+def _loop_arguments(model: _Model) -> tuple[np.ndarray, np.ndarray, int]:
+    """(y as float64, the lambda terms or a dummy, the alpha-bound or -1) for the loops."""
+    lam_terms = model.lam_terms if model.lam_terms is not None else np.zeros(1)
+    bound = -1 if model.bound is None else int(model.bound)
+    return model.y.astype(np.float64), lam_terms, bound
+
+
+def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.ndarray,
+                     state: np.ndarray, record_scores: bool) -> int:
+    yf, lam_terms, bound = _loop_arguments(model)
+    dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
+    return int(_compiled.kernels().perceptron_primal(
+        dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
+        lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
+        scores, record_scores))
+
+
+def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.ndarray,
+                   state: np.ndarray, record_scores: bool) -> int:
+    X, kern = model.X, model.kernel
+    T = model.y.shape[0]
+    yf, lam_terms, bound = _loop_arguments(model)
+    kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
+    support = np.zeros(T, dtype=np.int64)
+    coef = np.zeros(T)
+    return int(_compiled.kernels().perceptron_dual(
+        X, np.einsum("ij,ij->i", X, X), yf, epochs, kind, kern.degree, float(kern.gamma),
+        float(kern.coef0), model.eta, model.C, model.tau, lam_terms,
+        model.lam_terms is not None, bound, model.alpha, np.full(T, -1, dtype=np.int64),
+        support, coef, state, flags, scores, record_scores))
 
 
 def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
