@@ -112,3 +112,11 @@ def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:
         return np.zeros((1, 1)), X.indptr, X.indices, X.data, True
     empty_i, empty_f = np.zeros(1, dtype=np.int32), np.zeros(1)
     return X, empty_i, empty_i, empty_f, False
+
+
+def hypothesis_buffers(n: int) -> tuple[np.ndarray, ...]:
+    """The arrays in which the compiled Perceptron primal loop builds the longest survivor's
+    and the averaged w during the run: (survivor w, averaged w, per coordinate the vote count
+    at its last fold, per coordinate the hypothesis at its last save)."""
+    return (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64))

@@ -61,15 +61,17 @@ def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
 @jit
 def sparse_dot(data: Any, indices: Any, lo: int, hi: int, w: Any) -> float:
     """The CSR entries lo .. hi-1 against w: a gather into two running sums (even and odd
-    entries; one sum makes every addition wait for the last), unsigned indices (no
-    wraparound check)."""
+    entries; one sum makes every addition wait for the last).  Positions and indices are
+    unsigned: a signed index costs a wraparound check per access, which made this loop 1.4x
+    scipy's CSR product."""
     a0 = a1 = 0.0
-    k = lo
-    while k + 2 <= hi:
+    one, two = np.uintp(1), np.uintp(2)
+    k, stop = np.uintp(lo), np.uintp(hi)
+    while k + two <= stop:
         a0 += data[k] * w[np.uintp(indices[k])]
-        a1 += data[k + 1] * w[np.uintp(indices[k + 1])]
-        k += 2
-    if k < hi:
+        a1 += data[k + one] * w[np.uintp(indices[k + one])]
+        k += two
+    if k < stop:
         a0 += data[k] * w[np.uintp(indices[k])]
     return a0 + a1
 
@@ -124,8 +126,8 @@ def add_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
             step: float, w: Any) -> None:
     """w += step X[j], in place."""
     if sparse:
-        for k in range(indptr[j], indptr[j + 1]):
-            w[indices[k]] += step * data[k]
+        for k in range(np.uintp(indptr[j]), np.uintp(indptr[j + 1])):
+            w[np.uintp(indices[k])] += step * data[k]
     else:
         row = X[j]
         for i in range(w.shape[0]):
@@ -193,15 +195,60 @@ def perceptron_test(t: int, j: int, s: float, y: Any, tau: float, lam_terms: Any
 
 
 @jit
+def fold_and_add(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
+                 step: float, w: Any, avg: Any, seen: Any, votes: int, survivor: Any,
+                 saved: Any, record: int) -> None:
+    """w += step X[j] in place, and before each coordinate w_i changes: avg_i += (the votes
+    cast since w_i last changed) w_i (``seen[i]``: the vote count then), and w_i is saved
+    into ``survivor`` if it was not saved since hypothesis ``record`` (the longest survivor
+    so far) began (``saved[i]``).  Each averaged term is a vote count times a weight:
+    sum_k votes_k w_k accumulated without cancellation, per coordinate, touching only the
+    row's coordinates (a CSR row's stored entries).  One loop for both layouts (the test of
+    ``sparse`` is hoisted out by the compiler; a helper per coordinate, even inlined, made
+    it 40 times slower)."""
+    lo = np.uintp(indptr[j]) if sparse else np.uintp(0)
+    count = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(w.shape[0])
+    row = X[0] if sparse else X[j]
+    for k in range(count):
+        if sparse:
+            i, change = np.uintp(indices[lo + k]), step * data[lo + k]
+        else:
+            i, change = k, step * row[k]
+        wi = w[i]
+        avg[i] += (votes - seen[i]) * wi
+        seen[i] = votes
+        if saved[i] != record:
+            survivor[i] = wi
+            saved[i] = record
+        w[i] = wi + change
+
+
+@jit
+def finish_hypotheses(w: Any, avg: Any, seen: Any, votes: int, survivor: Any, saved: Any,
+                      record: int) -> None:
+    """The run's end: every coordinate folded into avg and saved into survivor as
+    ``fold_and_add`` would before a change."""
+    for i in range(w.shape[0]):
+        avg[i] += (votes - seen[i]) * w[i]
+        if saved[i] != record:
+            survivor[i] = w[i]
+
+
+@jit
 def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                       epochs: int, eta: float, C: float, tau: float, lam_terms: Any,
                       use_lam: bool, bound: int, w: Any, alpha: Any, state: Any, flags: Any,
-                      scores: Any, record: bool) -> int:
-    """state = [b, bad score]; returns the first trial with a non-finite score, or -1."""
+                      scores: Any, record: bool, survivor: Any, avg: Any, seen: Any,
+                      saved: Any) -> int:
+    """state = [b, bad score, total votes, longest survivor's index]; returns the first
+    trial with a non-finite score, or -1.  Beside w, the longest survivor's w (the first
+    hypothesis with the most votes) and the averaged w are built as the run goes
+    (``fold_and_add``): a trial votes unless it updates or the alpha-bound blocks it."""
     T = y.shape[0]
     b = state[0]
     etaC = eta * C
     t = -1
+    votes, last, blocked, most, longest, k = 0, -1, 0, -1, -1, 0
     for _ in range(epochs):
         for j in range(T):
             t += 1
@@ -221,11 +268,22 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
             label = y[j]
             f = perceptron_flag(s, label, tau, alpha[j], bound)
             if f & UPDATE:
-                add_row(X, indptr, indices, data, sparse, j, eta * label, w)
+                if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far?
+                    most, longest = t - last - 1 - blocked, k
+                fold_and_add(X, indptr, indices, data, sparse, j, eta * label, w, avg, seen,
+                             votes, survivor, saved, longest)
                 alpha[j] += 1
                 b += etaC * label
+                last, blocked, k = t, 0, k + 1
+            elif f & BLOCKED:
+                blocked += 1
+            else:
+                votes += 1
             flags[t] = f
-    state[0] = b
+    if t - last - blocked > most:
+        longest = k
+    finish_hypotheses(w, avg, seen, votes, survivor, saved, longest)
+    state[0], state[2], state[3] = b, votes, longest
     return -1
 
 

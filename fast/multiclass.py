@@ -394,13 +394,13 @@ class PerceptronOvR:
         are numbered afterwards by first update, as the shared loop numbers them."""
         T = X.shape[0]
         dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
-        binary = np.array([self.b[0], 0.0, 0.0])
+        binary = np.array([self.b[0], 0.0, 0.0, 0.0])
         column = alpha[:, 0]  # views: the loop updates alpha, w and the flags in place
         bad = _compiled.kernels().perceptron_primal(
             dense, indptr, indices, data, sparse, Y[:, 0], epochs, self.eta, self.C,
             self.tau, lam_terms[:, 0] if use_lam else np.zeros(1), use_lam, bound,
             self.W[0], column, binary, flags[0],
-            np.zeros(1), False)
+            np.zeros(1), False, *_compiled.hypothesis_buffers(self.W.shape[1]))
         self.b[0] = binary[0]
         state[0] = binary[1]
         updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T

@@ -12,6 +12,7 @@ and are computed once at the end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,17 @@ from . import _compiled
 from .driver import run_blocks
 
 
+@dataclass(frozen=True)
+class _BuiltWeights:
+    """The longest survivor's index and w, the total vote and the averaged w, as the
+    compiled primal loop built them during the run."""
+
+    longest: int
+    longest_w: np.ndarray
+    total_votes: int
+    averaged_w: np.ndarray
+
+
 class _Model:
     """What both forms share: parameters as floats, alpha, the update rule's guard."""
 
@@ -39,6 +51,7 @@ class _Model:
         self.b = self.b0
         self.blocked = [0]  # blocked[k]: trials the alpha-bound blocked while h_k was in force
         self.lam_terms = (self.lam * y * kernel.diagonal(X)) if self.lam else None
+        self.built: _BuiltWeights | None = None
 
     def lambda_trick(self, scores: np.ndarray, start: int, stop: int) -> np.ndarray:
         if self.lam_terms is not None:
@@ -160,7 +173,7 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
     T = model.y.shape[0]
     flags = np.zeros(epochs * T, dtype=np.uint8)
     scores = np.zeros(epochs * T if record_scores else 1)
-    state = np.array([model.b, 0.0, 0.0])
+    state = np.array([model.b, 0.0, 0.0, 0.0])
     if form == "primal":
         assert isinstance(model, _Primal)
         bad = _compiled_primal(model, epochs, flags, scores, state, record_scores)
@@ -184,12 +197,17 @@ def _loop_arguments(model: _Model) -> tuple[np.ndarray, np.ndarray, int]:
 
 def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.ndarray,
                      state: np.ndarray, record_scores: bool) -> int:
+    """The compiled primal loop; it also builds the longest survivor's and the averaged
+    hypothesis's w as it goes (``model.built``: votes-independent of any later pass)."""
     yf, lam_terms, bound = _loop_arguments(model)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
-    return int(_compiled.kernels().perceptron_primal(
+    survivor, averaged, seen, saved = _compiled.hypothesis_buffers(model.w.shape[0])
+    bad = int(_compiled.kernels().perceptron_primal(
         dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
-        scores, record_scores))
+        scores, record_scores, survivor, averaged, seen, saved))
+    model.built = _BuiltWeights(int(state[3]), survivor, int(state[2]), averaged)
+    return bad
 
 
 def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.ndarray,
@@ -213,8 +231,9 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
 
     h_k lives from update k to update k+1; its vote is the number of trials between them less
     those the alpha-bound blocked (Figure 2: they neither update nor vote).  The averaged
-    coefficients sum, for each update, the votes of every hypothesis after it.  ``compiled``:
-    the weights by the compiled ``weighted_rows`` (no copy of X's support rows).
+    coefficients sum, for each update, the votes of every hypothesis after it.  The weights:
+    those the compiled primal loop built during the run (``model.built``), else one pass over
+    the support rows (``_weights``; ``compiled``: by the compiled ``weighted_rows``).
     """
     T = y.shape[0]
     examples = np.asarray(updates, dtype=np.int64) % T
@@ -226,9 +245,14 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
     np.add.at(averaged, examples, after[1:])
 
     ls_alpha = np.bincount(examples[:longest], minlength=T)
+    total = int(votes.sum())
     w_model = getattr(model, "w", None)  # primal form: the last w as the run built it
     ws: list[Any] = [None, None, None]
-    if kern.is_linear:
+    built = model.built
+    if built is not None:  # the compiled primal built all three during the run
+        assert (built.longest, built.total_votes) == (longest, total)
+        ws = [built.longest_w, built.averaged_w, w_model]
+    elif kern.is_linear:
         wanted = [a for a, w in ((ls_alpha, None), (averaged, None), (model.alpha, w_model))
                   if w is None]
         ws = _weights(X, y, model.eta, wanted, compiled) + [w_model]
@@ -248,7 +272,6 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
     final["longest_survivor"] = {
         "index": longest, "vote": int(votes[longest]), **hypothesis(ls_alpha, w=ws[0]),
     }
-    total = int(votes.sum())
     final["averaged"] = {"total_votes": total, **hypothesis(averaged, total, ws[1])}
     return final
 

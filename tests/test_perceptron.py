@@ -9,12 +9,14 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given
 from hypothesis import strategies as st
 
 from perceptron_oracle import run
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable as make_separable
+from perceptron_oracle.fast._compiled import available as compiled_available
 from perceptron_oracle.properties import perceptron as inv
 from perceptron_oracle.properties.strategies import (
     PARAMS,
@@ -112,7 +114,6 @@ def test_non_dyadic_parameters_flag_fragile_trials_only_near_thresholds():
 
 
 def test_sparse_input_takes_the_same_path(tmp_path):
-    import scipy.sparse as sp
     ds = make_separable(300, 40, 0.05, seed=3)
     X = np.where(np.abs(ds.X) > 0.15, ds.X, 0.0)
     dense = run("perceptron", X, ds.y, impl="fast", form="primal", epochs=2)
@@ -279,15 +280,20 @@ def _bounded_cases(draw):
 @given(case=_bounded_cases())
 def test_hypotheses_follow_figure2(case):
     """votes, longest survivor, averaged and last hypothesis in the reference and both fast
-    forms; the reference's predictions (last, longest survivor, voted) on held-out points."""
+    forms (the primal's compiled loop, which builds them during the run, on dense and CSR
+    rows, and its numpy engine); the reference's predictions (last, longest survivor, voted)
+    on held-out points."""
     X, y, epochs, params, X_test = case
     fig = figure2(X, y, epochs, **params)
     expected = reference(X, y, epochs=epochs, **params)
     assert expected.fragile == []
     _check_against_figure2(expected, fig)
-    for form in ("primal", "dual"):
-        _check_against_figure2(run("perceptron", X, y, impl="fast", form=form, epochs=epochs,
-                                   **params), fig)
+    for form, data, engine in (("primal", X, "numba"), ("primal", sp.csr_matrix(X), "numba"),
+                               ("primal", X, "numpy"), ("dual", X, "auto")):
+        if engine == "numba" and not compiled_available():
+            continue  # the compiled loops are an extra; the numpy engine runs either way
+        _check_against_figure2(run("perceptron", data, y, impl="fast", form=form,
+                                   epochs=epochs, engine=engine, **params), fig)
     for mode in ("last", "longest_survivor", "voted"):
         assert predict(expected, X, y, X_test, mode) == [figure2_predict(fig, x, mode)
                                                          for x in X_test.tolist()], mode
