@@ -49,12 +49,16 @@ its timing, which loads numba's cache or compiles):
   kernel Perceptron's loop takes one kernel row against the support set per trial; SOP's and
   HO's duals are compared with their dual algorithm as such a loop (one kernel row against
   the mistakes per trial, the bordered matrix in numpy); ROMMA's and PUMMA's duals, run with
-  the linear kernel, with the same primal loop; PUMMA p = 4's loop scores one trial at a time
-  and solves each update with the fast form's own solver); ``numba loop``: the plain loop
-  compiled by numba with scalar dot products (Perceptron, p-norm, ROMMA, PUMMA p = 2);
-  ``primal``: the fast primal form of the same algorithm on the same data (HO's implicit and
-  dual rows, SOP's dual row). Every peer's mistakes (ROMMA/PUMMA: updates) are checked
-  against the fast form's: a difference stops the run.
+  the linear kernel, with their dual algorithm as such a loop (one kernel row against the
+  support set per trial, the closed forms on the coefficients); PUMMA p = 4's loop scores
+  one trial at a time and solves each update with the fast form's own solver); ``numba
+  loop``: the plain loop compiled by numba with scalar dot products (Perceptron, p-norm,
+  ROMMA, PUMMA p = 2); ``primal``: the fast primal form of the same algorithm on the same
+  data (HO's implicit and dual rows, SOP's, ROMMA's and PUMMA's dual rows); ``primal np
+  loop``: ROMMA's and PUMMA's primal numpy loops on their dual rows' data (a linear-kernel
+  dual does |S| times a primal's work per trial: the kernel block, its floor, is itself
+  slower than that loop). Every peer's mistakes (ROMMA/PUMMA: updates) are checked against
+  the fast form's: a difference stops the run.
 - ``peak MiB``: the dual forms' tracemalloc peak during one run (shipped engine / numpy
   engine), beside the kernel cache cap ``kernels.KERNEL_CACHE_BYTES`` printed in the header.
   Numba's own allocations are not traced (the compiled loops allocate their arrays in numpy
@@ -310,6 +314,67 @@ def numpy_pumma_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0, epochs: i
         w = lam * z + eta * w
         b = -0.5 * (w @ X[pos] + w @ X[neg])
         updates.append(trial)
+    return updates
+
+
+def numpy_romma_dual_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[int]:
+    """ROMMA(delta)'s dual (linear kernel) as a per-trial numpy loop: one kernel row against
+    the support set per trial; at an update the closed forms with ||w||^2 carried along and
+    the residual vv - vz^2 / zz, every coefficient scaled by eta and the new one appended."""
+    S: list[int] = []
+    coef, vv, updates = np.zeros(0), 0.0, []
+    for t in range(X.shape[0]):
+        vz = y[t] * (coef @ (X[S] @ X[t])) if S else 0.0
+        if vz >= 1 - delta:
+            continue
+        zz = float(X[t] @ X[t])
+        lam, eta = _romma_step(1.0, zz, vz, vv, vv - vz * vz / zz)
+        coef = np.append(eta * coef, lam * y[t])
+        vv = lam * lam * zz + 2 * lam * eta * vz + eta * eta * vv
+        S.append(t)
+        updates.append(t)
+    return updates
+
+
+def numpy_pumma_dual_loop(X: np.ndarray, y: np.ndarray, delta: float = 0.0) -> list[int]:
+    """PUMMA_2(delta)'s dual (linear kernel, hard margin, one epoch) as a per-trial numpy
+    loop: one kernel row against the support set per trial, the start-up and the closed forms
+    of ``numpy_pumma_loop`` on coefficients (w = sum_s coef_s x_s), ||w||^2 carried along."""
+    S: list[int] = []
+    coef, vv, b, pos, neg, updates = np.zeros(0), 0.0, -1.0, -1, -1, []
+
+    def at(e: int) -> int:   # the support position of example e, appended when new
+        if e not in S:
+            S.append(e)
+        return S.index(e)
+
+    for t in range(X.shape[0]):
+        if pos < 0 or neg < 0:
+            if (y[t] > 0 and pos < 0) or (y[t] < 0 and neg < 0):
+                pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+                b = 1.0 if neg < 0 else -1.0
+                if pos >= 0 and neg >= 0:
+                    zz = float((X[pos] - X[neg]) @ (X[pos] - X[neg]))
+                    coef = np.zeros(2)
+                    coef[at(pos)], coef[at(neg)] = 2 / zz, -2 / zz
+                    vv = 4 / zz
+                    ws = coef @ (X[S] @ np.column_stack([X[pos], X[neg]]))
+                    b = -0.5 * (ws[0] + ws[1])
+                updates.append(t)
+            continue
+        if t in (pos, neg) or y[t] * (coef @ (X[S] @ X[t]) + b) >= 1 - delta:
+            continue
+        pos, neg = (t, neg) if y[t] > 0 else (pos, t)
+        z = X[pos] - X[neg]
+        zz, vz = float(z @ z), float(coef @ (X[S] @ z))
+        lam, eta = _romma_step(2.0, zz, vz, vv, vv - vz * vz / zz)
+        coef = np.append(eta * coef, 0.0) if t not in S else eta * coef
+        coef[at(pos)] += lam
+        coef[at(neg)] -= lam
+        vv = lam * lam * zz + 2 * lam * eta * vz + eta * eta * vv
+        ws = coef @ (X[S] @ np.column_stack([X[pos], X[neg]]))
+        b = -0.5 * (ws[0] + ws[1])
+        updates.append(t)
     return updates
 
 
@@ -707,6 +772,11 @@ def _margin_plan(name: str, data: tuple[Any, ...]) -> Plan:
     peers: dict[str, Callable[[Any, Any], Any]] = {}
     if p != 2.0:
         peers["np loop"] = lambda X, y: pumma_trial_loop(X, y, p)
+    elif "dual" in name:
+        peers["np loop"] = numpy_romma_dual_loop if family == "romma" else numpy_pumma_dual_loop
+        primal = romma.primal if family == "romma" else pumma.primal
+        peers["primal"] = lambda X, y: primal(X, y).updates
+        peers["primal np loop"] = numpy_romma_loop if family == "romma" else numpy_pumma_loop
     else:
         peers["np loop"] = numpy_romma_loop if family == "romma" else numpy_pumma_loop
         if loops and "primal" in name:
@@ -745,13 +815,17 @@ def peak_mib(fn: Callable[[], Any]) -> float:
         tracemalloc.stop()
 
 
+class Disagreement(Exception):
+    """An engine or a peer made other mistakes (updates) than the fast form."""
+
+
 def _check(name: str, peer: str, out: Any, trace: Any, key: str) -> None:
     """A peer must make the fast form's mistakes (scikit-learn: end with its weights)."""
     if isinstance(out, list):
-        assert out == getattr(trace, key), f"{name}: {peer} makes other {key}"
-    else:
-        assert np.allclose(out.coef_.ravel(), trace.final["w"], rtol=1e-9, atol=1e-9), \
-            f"{name}: {peer} ends with other weights"
+        if out != getattr(trace, key):
+            raise Disagreement(f"{name}: {peer} makes other {key}")
+    elif not np.allclose(out.coef_.ravel(), trace.final["w"], rtol=1e-9, atol=1e-9):
+        raise Disagreement(f"{name}: {peer} ends with other weights")
 
 
 def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
@@ -767,8 +841,8 @@ def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
     for engine in plan.engines:
         times[engine], other = best_time(lambda e=engine: plan.run(e, X, y),  # type: ignore[misc]
                                          max(1, repeat - 1))
-        assert getattr(other, plan.key) == getattr(trace, plan.key), \
-            f"{name}: engine {engine} differs"
+        if getattr(other, plan.key) != getattr(trace, plan.key):
+            raise Disagreement(f"{name}: engine {engine} differs")
     floor = plan.floor(trace)
     floor()
     times["floor"], _ = best_time(floor, repeat + 2)
@@ -782,7 +856,7 @@ def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
 
 def measure(name: str, data: tuple[Any, ...], repeat: int) -> dict[str, Any]:
     """Times (us per trial), ratios and, for a dual form, peak memory of one case; raises
-    AssertionError on an engine or a peer whose mistakes differ from the fast form's."""
+    Disagreement on an engine or a peer whose mistakes differ from the fast form's."""
     X, y = data[0], data[1]
     T = X.shape[0]
     plan = plan_for(name, data)
@@ -838,8 +912,9 @@ def limit_threads(threads: int) -> tuple[AbstractContextManager[Any], str]:
     return limits, f"threads: {threads} per library (threadpoolctl): {libs}"
 
 
-COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop", "primal")
-RATIOS = ("floor", "sklearn", "np loop", "numba loop", "primal")
+COLUMNS = ("fast", "numpy", "floor", "sklearn", "np loop", "numba loop", "primal",
+           "primal np loop")
+RATIOS = ("floor", "sklearn", "np loop", "numba loop", "primal", "primal np loop")
 
 
 def header() -> str:
@@ -933,7 +1008,7 @@ def main(argv: list[str] | None = None) -> int:
     with limits:
         try:
             results = run_all(args.size, args.repeat, args.only, out=sys.stdout)
-        except AssertionError as exc:
+        except Disagreement as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     for line in legend(results):
