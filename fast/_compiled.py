@@ -114,9 +114,11 @@ def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:
     return X, empty_i, empty_i, empty_f, False
 
 
-def hypothesis_buffers(n: int) -> tuple[np.ndarray, ...]:
-    """The arrays in which the compiled Perceptron primal loop builds the longest survivor's
-    and the averaged w during the run: (survivor w, averaged w, per coordinate the vote count
-    at its last fold, per coordinate the hypothesis at its last save)."""
-    return (np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64),
-            np.full(n, -1, dtype=np.int64))
+def hypothesis_tally(n: int) -> np.ndarray:
+    """The n x 4 array in which the compiled Perceptron primal loop builds the averaged and
+    the longest survivor's w during the run (``fast._numba.fold_and_add``): per coordinate
+    the averaged w_i, the vote count at its last fold, the hypothesis at its last save (-1:
+    none), the longest survivor's w_i."""
+    tally = np.zeros((n, 4))
+    tally[:, 2] = -1.0
+    return tally

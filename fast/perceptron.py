@@ -201,12 +201,12 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
     hypothesis's w as it goes (``model.built``: votes-independent of any later pass)."""
     yf, lam_terms, bound = _loop_arguments(model)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
-    survivor, averaged, seen, saved = _compiled.hypothesis_buffers(model.w.shape[0])
+    tally = _compiled.hypothesis_tally(model.w.shape[0])
     bad = int(_compiled.kernels().perceptron_primal(
         dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
-        scores, record_scores, survivor, averaged, seen, saved))
-    model.built = _BuiltWeights(int(state[3]), survivor, int(state[2]), averaged)
+        scores, record_scores, tally))
+    model.built = _BuiltWeights(int(state[3]), tally[:, 3], int(state[2]), tally[:, 0])
     return bad
 
 
