@@ -231,57 +231,48 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
 
 @jit
 def dual_block_kernel(sq: Any, lo: int, hi: int, sq_rows: Any, S0: int, kind: int,
-                      degree: int, gamma: float, coef0: float, Kb: Any) -> None:
-    """Kb[i - lo, s] holds x_s . x_i for the examples lo .. hi-1 and the first S0 supports;
+                      degree: int, gamma: float, coef0: float, Kt: Any) -> None:
+    """Kt[s, i - lo] holds x_s . x_i for the first S0 supports and the examples lo .. hi-1;
     turns it, in place, into ``kernel_value``'s k(x_s, x_i) (the polynomial kernel by
     repeated products), for the Gaussian kernel into the exponent
     -gamma max(|x_s|^2 + |x_i|^2 - 2 x_s.x_i, 0) only: the caller takes numpy's vectorised
     exp of the block."""
     if kind == 0:
         return
-    for i in range(lo, hi):
-        row = Kb[i - lo]
+    for s in range(S0):
+        row = Kt[s]
         if kind == 1 and degree == 2:  # the common case, in a loop LLVM vectorises
-            for s in range(S0):
-                base = gamma * row[s] + coef0
-                row[s] = base * base
-            continue
-        for s in range(S0):
-            if kind == 1:
-                base = gamma * row[s] + coef0
+            for r in range(hi - lo):
+                base = gamma * row[r] + coef0
+                row[r] = base * base
+        elif kind == 1:
+            for r in range(hi - lo):
+                base = gamma * row[r] + coef0
                 value = base
                 for _ in range(degree - 1):
                     value *= base
-                row[s] = value
-            else:
-                d = sq_rows[s] + sq[i] - 2.0 * row[s]
+                row[r] = value
+        else:
+            for r in range(hi - lo):
+                d = sq_rows[s] + sq[lo + r] - 2.0 * row[r]
                 if d < 0.0:
                     d = 0.0
-                row[s] = -gamma * d
+                row[r] = -gamma * d
 
 
 @jit
-def dual_block_base(Kb: Any, coef: Any, S0: int, base: Any) -> None:
-    """base[i] = sum_s coef[s] Kb[i, s] over the first S0 supports, each sum in support
-    order as the per-trial sum over the support set adds it (four rows at a time: four
-    independent chains of additions, not one)."""
-    B = Kb.shape[0]
-    i = 0
-    while i + 4 <= B:
-        a0 = a1 = a2 = a3 = 0.0
-        for s in range(S0):
-            c = coef[s]
-            a0 += c * Kb[i, s]
-            a1 += c * Kb[i + 1, s]
-            a2 += c * Kb[i + 2, s]
-            a3 += c * Kb[i + 3, s]
-        base[i], base[i + 1], base[i + 2], base[i + 3] = a0, a1, a2, a3
-        i += 4
-    for r in range(i, B):
-        acc = 0.0
-        for s in range(S0):
-            acc += coef[s] * Kb[r, s]
-        base[r] = acc
+def dual_block_base(Kt: Any, coef: Any, S0: int, base: Any) -> None:
+    """base[i] = sum_s coef[s] Kt[s, i] over the first S0 supports, each sum in support
+    order as the per-trial sum over the support set adds it (a support at a time over the
+    whole block: independent sums, which LLVM vectorises without reordering any)."""
+    B = Kt.shape[1]
+    for i in range(B):
+        base[i] = 0.0
+    for s in range(S0):
+        c = coef[s]
+        row = Kt[s]
+        for i in range(B):
+            base[i] += c * row[i]
 
 
 @jit(reassoc=True)
@@ -300,25 +291,25 @@ def dual_block_column(X: Any, sq: Any, j: int, lo: int, hi: int, kind: int, degr
 
 
 @jit
-def perceptron_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kb: Any,
+def perceptron_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kt: Any,
                           base: Any, kind: int, degree: int, gamma: float, coef0: float,
                           eta: float, C: float, tau: float, lam_terms: Any, use_lam: bool,
                           bound: int, alpha: Any, slot: Any, rows: Any, sq_rows: Any,
                           coef: Any, state: Any, flags: Any, scores: Any, record: bool) -> int:
     """The Perceptron's dual over the examples lo .. hi-1 of one epoch (trial t0 + j for
     example j): the score of trial t is sum_s coef_s k(x_s, x_j) over the support examples
-    (coef_s = eta alpha_s y_s) + b (+ the lambda term).  Kb[i - lo, s] = k(x_s, x_i) against
+    (coef_s = eta alpha_s y_s) + b (+ the lambda term).  Kt[s, i - lo] = k(x_s, x_i) against
     the S0 = state[2] supports of the block's start (rows: the support vectors, sq_rows
     their squared norms; room for hi - lo more), so the score of example i starts as
-    sum_s coef_s Kb[i - lo, s]; an update on example j adds eta y_j k(x_j, x_i) to the
-    scores of the block's later examples: Kb's column when x_j is one of the S0 supports
+    sum_s coef_s Kt[s, i - lo]; an update on example j adds eta y_j k(x_j, x_i) to the
+    scores of the block's later examples: Kt's row when x_j is one of the S0 supports
     (an example occurs once in a block, so every support that enters in the block is new
     to it), else kernel values computed here (``dual_block_column``).  state = [b, bad
     score, support size]; returns the first trial with a non-finite score, or -1."""
     b = state[0]
     S = int(state[2])
     S0 = S
-    dual_block_base(Kb, coef, S0, base)
+    dual_block_base(Kt, coef, S0, base)
     for j in range(lo, hi):
         t = t0 + j
         score, f = perceptron_test(t, j, base[j - lo] + b, y, tau, lam_terms, use_lam,
@@ -336,7 +327,7 @@ def perceptron_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kb
                 dual_block_column(X, sq, j, lo, hi, kind, degree, gamma, coef0,
                                   eta * label, base)
             else:
-                column = Kb[:, slot[j]]
+                column = Kt[slot[j]]
                 for i in range(j + 1, hi):
                     base[i - lo] += eta * label * column[i - lo]
             alpha[j] += 1

@@ -152,14 +152,14 @@ class _Dual(_Model):
 
     def kernel_block(self, lo: int, hi: int, sq: np.ndarray, store: list[np.ndarray],
                      S0: int, kernel: tuple[Any, ...]) -> np.ndarray:
-        """k(x_s, x_i) for the examples lo .. hi-1 against the first S0 supports: the dot
+        """k(x_s, x_i) for the first S0 supports (rows) against the examples lo .. hi-1: the dot
         products by one numpy product (BLAS ``dgemm``), then ``kernel_value``'s formula
         (the Gaussian kernel's exp by numpy's vectorised exp)."""
-        Kb = np.matmul(self.X[lo:hi], store[0][:S0].T)
-        _compiled.kernels().dual_block_kernel(sq, lo, hi, store[1], S0, *kernel, Kb)
+        Kt = np.matmul(store[0][:S0], self.X[lo:hi].T)
+        _compiled.kernels().dual_block_kernel(sq, lo, hi, store[1], S0, *kernel, Kt)
         if kernel[0] == 2:
-            np.exp(Kb, out=Kb)
-        return Kb
+            np.exp(Kt, out=Kt)
+        return Kt
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -254,9 +254,9 @@ def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.nda
                 need = min(S0 + hi - lo, T)  # room for a support per example of the block
                 if store[0].shape[0] < need:
                     store = _Dual.grown_store(store, S0, min(2 * need, T))
-                Kb = model.kernel_block(lo, hi, sq, store, S0, kernel)
+                Kt = model.kernel_block(lo, hi, sq, store, S0, kernel)
                 bad = loops.perceptron_dual_block(
-                    X, sq, yf, lo, hi, epoch * T, Kb, base, *kernel, *rule, model.alpha,
+                    X, sq, yf, lo, hi, epoch * T, Kt, base, *kernel, *rule, model.alpha,
                     slot, *store, state, flags, scores, record_scores)
                 if bad >= 0:
                     return int(bad)
