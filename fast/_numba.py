@@ -288,45 +288,111 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
 
 
 @jit
-def perceptron_dual(X: Any, sq: Any, y: Any, epochs: int, kind: int, degree: int,
-                    gamma: float, coef0: float, eta: float, C: float, tau: float,
-                    lam_terms: Any, use_lam: bool, bound: int, alpha: Any, slot: Any,
-                    support: Any, coef: Any, state: Any, flags: Any, scores: Any,
-                    record: bool) -> int:
-    """The score of trial t is sum_s coef_s k(x_s, x_t) over the support examples (kernel
-    values computed on the fly) + b (+ the lambda term).  state = [b, bad score, support
-    size]; returns the first trial with a non-finite score, or -1."""
-    T, n = X.shape
+def dual_block_kernel(sq: Any, lo: int, hi: int, sq_rows: Any, S0: int, kind: int,
+                      degree: int, gamma: float, coef0: float, Kt: Any) -> None:
+    """Kt[s, i - lo] holds x_s . x_i for the first S0 supports and the examples lo .. hi-1;
+    turns it, in place, into ``kernel_value``'s k(x_s, x_i) (the polynomial kernel by
+    repeated products), for the Gaussian kernel into the exponent
+    -gamma max(|x_s|^2 + |x_i|^2 - 2 x_s.x_i, 0) only: the caller takes numpy's vectorised
+    exp of the block."""
+    if kind == 0:
+        return
+    for s in range(S0):
+        row = Kt[s]
+        if kind == 1 and degree == 2:  # the common case, in a loop LLVM vectorises
+            for r in range(hi - lo):
+                base = gamma * row[r] + coef0
+                row[r] = base * base
+        elif kind == 1:
+            for r in range(hi - lo):
+                base = gamma * row[r] + coef0
+                value = base
+                for _ in range(degree - 1):
+                    value *= base
+                row[r] = value
+        else:
+            for r in range(hi - lo):
+                d = sq_rows[s] + sq[lo + r] - 2.0 * row[r]
+                if d < 0.0:
+                    d = 0.0
+                row[r] = -gamma * d
+
+
+@jit
+def dual_block_base(Kt: Any, coef: Any, S0: int, base: Any) -> None:
+    """base[i] = sum_s coef[s] Kt[s, i] over the first S0 supports, each sum in support
+    order as the per-trial sum over the support set adds it (a support at a time over the
+    whole block: independent sums, which LLVM vectorises without reordering any)."""
+    B = Kt.shape[1]
+    for i in range(B):
+        base[i] = 0.0
+    for s in range(S0):
+        c = coef[s]
+        row = Kt[s]
+        for i in range(B):
+            base[i] += c * row[i]
+
+
+@jit(reassoc=True)
+def dual_block_column(X: Any, sq: Any, j: int, lo: int, hi: int, kind: int, degree: int,
+                      gamma: float, coef0: float, step: float, base: Any) -> None:
+    """base[i - lo] += step k(x_j, x_i) for the examples i = j+1 .. hi-1 (x_j a support
+    that entered in this block: its kernel values are not in the block's Kb)."""
+    x = X[j]
+    n = X.shape[1]
+    for i in range(j + 1, hi):
+        row = X[i]
+        d = 0.0
+        for f in range(n):
+            d += x[f] * row[f]
+        base[i - lo] += step * kernel_value(kind, degree, gamma, coef0, d, sq[j], sq[i])
+
+
+@jit
+def perceptron_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kt: Any,
+                          base: Any, kind: int, degree: int, gamma: float, coef0: float,
+                          eta: float, C: float, tau: float, lam_terms: Any, use_lam: bool,
+                          bound: int, alpha: Any, slot: Any, rows: Any, sq_rows: Any,
+                          coef: Any, state: Any, flags: Any, scores: Any, record: bool) -> int:
+    """The Perceptron's dual over the examples lo .. hi-1 of one epoch (trial t0 + j for
+    example j): the score of trial t is sum_s coef_s k(x_s, x_j) over the support examples
+    (coef_s = eta alpha_s y_s) + b (+ the lambda term).  Kt[s, i - lo] = k(x_s, x_i) against
+    the S0 = state[2] supports of the block's start (rows: the support vectors, sq_rows
+    their squared norms; room for hi - lo more), so the score of example i starts as
+    sum_s coef_s Kt[s, i - lo]; an update on example j adds eta y_j k(x_j, x_i) to the
+    scores of the block's later examples: Kt's row when x_j is one of the S0 supports
+    (an example occurs once in a block, so every support that enters in the block is new
+    to it), else kernel values computed here (``dual_block_column``).  state = [b, bad
+    score, support size]; returns the first trial with a non-finite score, or -1."""
     b = state[0]
-    etaC = eta * C
     S = int(state[2])
-    for t in range(epochs * T):
-        j = t % T
-        x = X[j]
-        acc = 0.0
-        for s in range(S):
-            i = support[s]
-            d = dense_dot(X[i], x, n)
-            acc += coef[s] * kernel_value(kind, degree, gamma, coef0, d, sq[i], sq[j])
-        score, f = perceptron_test(t, j, acc + b, y, tau, lam_terms, use_lam, bound, alpha,
-                                   scores, record)
+    S0 = S
+    dual_block_base(Kt, coef, S0, base)
+    for j in range(lo, hi):
+        t = t0 + j
+        score, f = perceptron_test(t, j, base[j - lo] + b, y, tau, lam_terms, use_lam,
+                                   bound, alpha, scores, record)
         if f < 0:
-            state[2] = S
-            state[0] = b
-            state[1] = score
+            state[0], state[1], state[2] = b, score, S
             return t
-        label = y[j]
         if f & UPDATE:
+            label = y[j]
             if slot[j] < 0:
                 slot[j] = S
-                support[S] = j
+                rows[S] = X[j]
+                sq_rows[S] = sq[j]
                 S += 1
+                dual_block_column(X, sq, j, lo, hi, kind, degree, gamma, coef0,
+                                  eta * label, base)
+            else:
+                column = Kt[slot[j]]
+                for i in range(j + 1, hi):
+                    base[i - lo] += eta * label * column[i - lo]
             alpha[j] += 1
-            b += etaC * label
+            b += eta * C * label
             coef[slot[j]] = eta * alpha[j] * label
         flags[t] = f
-    state[0] = b
-    state[2] = S
+    state[0], state[2] = b, S
     return -1
 
 

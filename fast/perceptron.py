@@ -140,6 +140,40 @@ class _Dual(_Model):
         self.count_update(j)
         self.coef[self.slot[j]] = self.eta * self.alpha[j] * self.y[j]
 
+    # -- the compiled run's blocks (``_compiled_dual``) ------------------------------------
+    MIN_BLOCK, MAX_BLOCK, MAX_VALUES, FACTOR = 32, 2048, 1 << 18, 3.0
+
+    @staticmethod
+    def block_length(S0: int, entered: int, seen: int) -> int:
+        """Trials in the next block of the compiled run.  Its kernel values against the S0
+        supports of its start cost one level-3 product; a support entering inside the block
+        costs one kernel value per later trial of the block, computed one at a time (about
+        3 times the price of a value of the product), so the block stays below S0 / (3 r)
+        trials at the observed rate r of new supports; within MIN_BLOCK .. MAX_BLOCK, and at
+        most MAX_VALUES kernel values."""
+        rate = (entered + 1) / (seen + 16)
+        length = int(S0 / (_Dual.FACTOR * rate))
+        return max(_Dual.MIN_BLOCK, min(length, _Dual.MAX_BLOCK,
+                                        _Dual.MAX_VALUES // max(S0, 1)))
+
+    @staticmethod
+    def grown_store(store: list[np.ndarray], S: int, size: int) -> list[np.ndarray]:
+        """The support store (rows, squared norms, coefficients) with room for ``size``."""
+        rows, sq_rows, coef = (np.zeros((size,) + a.shape[1:]) for a in store)
+        rows[:S], sq_rows[:S], coef[:S] = store[0][:S], store[1][:S], store[2][:S]
+        return [rows, sq_rows, coef]
+
+    def kernel_block(self, lo: int, hi: int, sq: np.ndarray, store: list[np.ndarray],
+                     S0: int, kernel: tuple[Any, ...]) -> np.ndarray:
+        """k(x_s, x_i) for the first S0 supports (rows) against the examples lo .. hi-1: the dot
+        products by one numpy product (BLAS ``dgemm``), then ``kernel_value``'s formula
+        (the Gaussian kernel's exp by numpy's vectorised exp)."""
+        Kt = np.matmul(store[0][:S0], self.X[lo:hi].T)
+        _compiled.kernels().dual_block_kernel(sq, lo, hi, store[1], S0, *kernel, Kt)
+        if kernel[0] == 2:
+            np.exp(Kt, out=Kt)
+        return Kt
+
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str) -> Trace:
@@ -212,17 +246,40 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
 
 def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.ndarray,
                    state: np.ndarray, record_scores: bool) -> int:
-    X, kern = model.X, model.kernel
-    T = model.y.shape[0]
+    """The compiled dual run by blocks of one epoch's examples (``_Dual.block_length``):
+    the block's kernel values against the support set of its start by one product
+    (``_Dual.kernel_block``), then ``perceptron_dual_block`` walks it trial by trial, each
+    update adding its kernel row to the rest of the block's scores.  Returns the first
+    trial whose score is not finite, or -1."""
+    assert isinstance(model, _Dual)
+    X, kern, loops = model.X, model.kernel, _compiled.kernels()
+    T, n = X.shape
     yf, lam_terms, bound = _loop_arguments(model)
-    kind = {"linear": 0, "poly": 1, "rbf": 2}[kern.name]
-    support = np.zeros(T, dtype=np.int64)
-    coef = np.zeros(T)
-    return int(_compiled.kernels().perceptron_dual(
-        X, np.einsum("ij,ij->i", X, X), yf, epochs, kind, kern.degree, float(kern.gamma),
-        float(kern.coef0), model.eta, model.C, model.tau, lam_terms,
-        model.lam_terms is not None, bound, model.alpha, np.full(T, -1, dtype=np.int64),
-        support, coef, state, flags, scores, record_scores))
+    kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree, float(kern.gamma),
+              float(kern.coef0))
+    rule = (model.eta, model.C, model.tau, lam_terms, model.lam_terms is not None, bound)
+    sq = np.einsum("ij,ij->i", X, X)
+    slot = np.full(T, -1, dtype=np.int64)
+    store = [np.zeros((0, n)), np.zeros(0), np.zeros(0)]  # support rows, |x_s|^2, coef
+    base = np.zeros(_Dual.MAX_BLOCK)
+    entered, seen = 0, 0  # supports that entered and trials walked, for the block length
+    with np.errstate(all="ignore"):
+        for epoch in range(epochs):
+            lo = 0
+            while lo < T:
+                S0 = int(state[2])
+                hi = min(T, lo + _Dual.block_length(S0, entered, seen))
+                need = min(S0 + hi - lo, T)  # room for a support per example of the block
+                if store[0].shape[0] < need:
+                    store = _Dual.grown_store(store, S0, min(2 * need, T))
+                Kt = model.kernel_block(lo, hi, sq, store, S0, kernel)
+                bad = loops.perceptron_dual_block(
+                    X, sq, yf, lo, hi, epoch * T, Kt, base, *kernel, *rule, model.alpha,
+                    slot, *store, state, flags, scores, record_scores)
+                if bad >= 0:
+                    return int(bad)
+                entered, seen, lo = entered + int(state[2]) - S0, seen + hi - lo, hi
+    return -1
 
 
 def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,

@@ -179,3 +179,74 @@ def test_csr_dual_falls_back_to_numpy(monkeypatch):
     monkeypatch.setattr(_compiled, "kernels", lambda: pytest.fail("compiled CSR dual"))
     sparse = fp.dual(sp.csr_matrix(X), y, engine="numba", kernel="rbf:gamma=1")
     assert sparse.mistakes == dense.mistakes and sparse.updates == dense.updates
+
+
+def _block_walk(monkeypatch, length):
+    """The compiled dual's blocks fixed at ``length`` examples (the adaptive length would
+    put few updates inside the blocks of a short run); records each block's (lo, hi)."""
+    blocks = []
+    kernel_block = fp._Dual.kernel_block
+
+    def spy(self, lo, hi, *rest):
+        blocks.append((lo, hi))
+        return kernel_block(self, lo, hi, *rest)
+
+    monkeypatch.setattr(fp._Dual, "block_length", staticmethod(lambda *a: length))
+    monkeypatch.setattr(fp._Dual, "kernel_block", spy)
+    return blocks
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", ["linear", "poly:degree=2,coef0=1,gamma=1",
+                                    "rbf:gamma=0.5"])
+def test_perceptron_dual_blocks_follow_the_reference_exactly(monkeypatch, kernel):
+    """Small integers, integer parameters: float64 is exact (SPEC 3; not the Gaussian
+    kernel's exp: compared as the differential suite compares, scores to rounding), so the
+    compiled dual's blocks of 7 must give the reference's decisions and scores exactly:
+    updates inside a block that later trials of the block see (a new support's kernel
+    values computed in the walk; an earlier support's column of the block's kernel values),
+    updates at a block's last trial, three epochs, alpha-bound blocked trials, the lambda
+    term, tau and C."""
+    rng = np.random.default_rng(7)
+    T = 40
+    X = rng.integers(-3, 4, size=(T, 3)).astype(float)
+    y = np.where(rng.random(T) < 0.5, 1, -1)
+    params = dict(eta=1, b0=-1, C=1, tau=2, lam=1, alpha_bound=2)
+    blocks = _block_walk(monkeypatch, 7)
+    expected = reference(X, y, epochs=3, kernel=kernel, record_scores=True, **params)
+    actual = fp.dual(X, y, epochs=3, kernel=kernel, engine="numba", record_scores=True,
+                     **params)
+    exact = [float(s) for s in expected.scores]
+    if kernel.startswith("rbf"):
+        _check(expected, actual, X, "dual rbf, blocks of 7")
+        assert np.allclose(actual.scores, exact, rtol=1e-12, atol=1e-12)
+    else:
+        assert expected.fragile == [] and actual.scores == exact
+    assert actual.mistakes == expected.mistakes and actual.updates == expected.updates
+    assert actual.final["votes"] == expected.final["votes"]
+    assert actual.final["alpha"] == expected.final["alpha"]
+    # what the run exercised: blocks of every epoch, updates inside and at the end of blocks
+    assert len(blocks) == 3 * 6 and blocks[:6] == blocks[6:12] == blocks[12:]
+    last = {hi - 1 for _, hi in blocks}
+    inside = [u for u in actual.updates if u % T not in last]
+    assert inside and any(u % T in last for u in actual.updates)
+    first = {u % T: u for u in reversed(actual.updates)}
+    assert any(u == first[u % T] for u in inside), "no new support inside a block"
+    assert any(u != first[u % T] for u in inside), "no re-update inside a block"
+    blocked = 3 * T - len(actual.updates) - sum(actual.final["votes"])
+    assert blocked > 0 and max(actual.final["alpha"]) == 2
+
+
+@needs_numba
+def test_perceptron_dual_block_stops_at_a_non_finite_score_inside_a_block(monkeypatch):
+    """A score beyond float64's range at trial 10, inside the block 7 .. 13 (and after an
+    update inside that block): the FloatRangeError names trial 10 in both engines."""
+    X, y = _data(30, 3, seed=5)
+    X[10] *= 1e200
+    blocks = _block_walk(monkeypatch, 7)
+    with pytest.raises(Exception, match="^trial 10"):
+        fp.dual(X, y, epochs=2, engine="numba", kernel="poly:degree=2")
+    assert blocks[-1] == (7, 14)
+    assert any(7 <= u < 10 for u in fp.dual(X[:10], y[:10], kernel="poly:degree=2").updates)
+    assert_engines_stop_alike(lambda e: fp.dual(X, y, epochs=2, engine=e,
+                                                kernel="poly:degree=2"))
