@@ -1,4 +1,4 @@
-"""Compiled per-trial loops (numba, optional) for the fast Perceptron and p-norm Perceptron.
+"""Compiled loops (numba, optional) for the fast Perceptron and p-norm Perceptron.
 
 The block-ahead driver (``driver``) pays a Python round trip and a few small numpy calls per
 update; it is near its floor only when updates are rarer than about 1 in 300 trials.  These
@@ -9,7 +9,9 @@ benchmarks``): on 100,000 x 500 dense data the loop costs 0.27-0.30 us per trial
 3% and 33% updates, against 0.46 / 2.0 / 10.8 us for the block-ahead driver and 0.13 us for
 one ``X @ w`` pass (which uses both cores; 0.26 us on one).  The loop wins at every rate
 measured, so ``engine="auto"`` takes it whenever numba is installed; the block-ahead driver
-stays for the numpy engine.
+stays for the numpy engine.  (Figures from when the loop was introduced;
+BENCHMARKS.md has the current ones.)  The kernel Perceptron's dual is not a per-trial loop
+but a walk over blocks of kernel values (``fast.perceptron._compiled_dual``, SPEC.md 11.7).
 
 Semantics are the numpy forms' (``fast.perceptron``, ``fast.pnorm_perceptron``), trial for
 trial: the score is (row . w) + b, plus the lambda term; an update as in SPEC.md section 11;

@@ -1,13 +1,16 @@
 """The general Perceptron (Khardon & Wachman 2007) in float64: forms ``primal`` and ``dual``.
 
-Both follow ``reference.perceptron`` trial for trial (SPEC.md, "perceptron") and share the
-block-ahead driver.  ``primal`` keeps w and b (linear kernel only; X dense or CSR); ``dual``
-keeps alpha over a support set and the kernel rows k(x_s, X) of its support vectors, each
-computed once when the example first updates (up to ``KERNEL_CACHE_BYTES``; rows of further
-support vectors are recomputed per block).  The hypotheses' statistics (votes, longest
-survivor, averaged) follow from the list of updates and the number of trials the alpha-bound
-blocked under each hypothesis (Khardon & Wachman's Figure 2: a blocked trial does not vote),
-and are computed once at the end.
+Both follow ``reference.perceptron`` trial for trial (SPEC.md 11) and share the block-ahead
+driver (the numpy engine).  ``primal`` keeps w and b (linear kernel only; X dense or CSR);
+``dual`` keeps alpha over a support set; on the driver, the kernel rows k(x_s, X) of its
+support vectors, each computed once when the example first updates (up to
+``KERNEL_CACHE_BYTES``; rows of further support vectors are recomputed per block).  With
+numba the primal runs a compiled per-trial loop and the dual a compiled walk over blocks of
+kernel values (``_compiled_dual``; SPEC.md 11.7).  The hypotheses' statistics (votes,
+longest survivor, averaged) follow from the list of updates and the number of trials the
+alpha-bound blocked under each hypothesis (Khardon & Wachman's Figure 2: a blocked trial does
+not vote); their weights are computed at the end, or built during the run by the compiled
+primal loop.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
+from .blas_threads import OneBlasThread
 from .driver import run_blocks
 
 
@@ -189,11 +193,12 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
                     or (sp.issparse(X) and chosen != "numba"))
     epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
-    if chosen == "numba":
-        mistakes, updates, scores = _run_compiled(form, model, epochs, record_scores)
-    else:
-        result = run_blocks(model, y, epochs, record_scores)
-        mistakes, updates, scores = result.mistakes, result.updates, result.scores
+    with OneBlasThread():  # the blocks' many small BLAS products (fast.blas_threads)
+        if chosen == "numba":
+            mistakes, updates, scores = _run_compiled(form, model, epochs, record_scores)
+        else:
+            result = run_blocks(model, y, epochs, record_scores)
+            mistakes, updates, scores = result.mistakes, result.updates, result.scores
     final = _final(X, y, updates, epochs, model, kern, compiled=chosen == "numba")
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
@@ -370,9 +375,10 @@ def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", eta: Any = 
          record_scores: bool = False, engine: str = "auto") -> Trace:
     """Dual (kernel) form: alpha over a support set.
 
-    ``engine``: "numba" runs the compiled per-trial loop (kernel values against the support
-    set computed per trial; dense X only), "numpy" the block-ahead driver scoring from
-    cached kernel rows, "auto" (the default) the compiled loop when numba is installed.
+    ``engine``: "numba" runs the compiled block walk (per block of trials one BLAS product of
+    kernel values against the support set, updates added within the block; dense X only;
+    SPEC.md 11.7), "numpy" the block-ahead driver scoring from cached kernel rows, "auto"
+    (the default) the compiled walk when numba is installed.
     CSR input and runs under ``forced_updates`` take the numpy path whatever was asked."""
     return _run("dual", X, y, epochs, kernel,
                 dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound),
