@@ -25,7 +25,8 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
   factor contracts (rho g(x).x = rho ||x||_p^2 <= 1), the form replays its factors into an explicit
   representation once 4 k_+ >= n: at p = 2 the primal A_k (or from the start under the
   compiled engine, n <= 1000), going on as the primal form; at p != 2 B_k itself, O(n^2)
-  per mistake by BLAS.
+  per mistake by BLAS (the compiled engine: a per-trial loop making the same BLAS calls,
+  from the first trial up to n = 300).
 
 The derivations are in SPEC.md (HO section, "fast forms").
 """
@@ -773,7 +774,7 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
               **given: Any) -> tuple[Trace, _Model]:
     """Run one form; returns the trace and the model (its state, for tests).  ``engine``:
     the compiled loop or the numpy driver for the primal form and the implicit one once it
-    continues as the primal (``ENGINES``; the dual form has the driver only)."""
+    keeps A_k or B_k explicitly (``ENGINES``; the dual form has the driver only)."""
     check_engine(engine)
     kern = parse_kernel(kernel)
     params = resolve_params(given)
@@ -839,6 +840,6 @@ def implicit(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any 
              c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
              record_scores: bool = False, engine: str = "auto") -> Trace:
     """Implicit primal form (any p): B unwrapped factor by factor (section 2 item 3).
-    ``engine``: as the primal form's, once the form continues as the primal at p = 2."""
+    ``engine``: as the primal form's, once the form keeps A_k (p = 2) or B_k explicitly."""
     return run_model("implicit", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
                      sparse=sparse, record_scores=record_scores, engine=engine)[0]
