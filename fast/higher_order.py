@@ -25,7 +25,8 @@ higher_order`` trial for trial (SPEC.md, "higher_order") and sharing the block-a
   factor contracts (rho g(x).x = rho ||x||_p^2 <= 1), the form replays its factors into an explicit
   representation once 4 k_+ >= n: at p = 2 the primal A_k (or from the start under the
   compiled engine, n <= 1000), going on as the primal form; at p != 2 B_k itself, O(n^2)
-  per mistake by BLAS.
+  per mistake by BLAS (the compiled engine: a per-trial loop making the same BLAS calls,
+  from the first trial up to n = 300).
 
 The derivations are in SPEC.md (HO section, "fast forms").
 """
@@ -48,7 +49,7 @@ from ..reference.higher_order import resolve_params
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
-from .driver import DriverResult, float_range_error, run_blocks
+from .driver import MAX_BLOCK, MIN_BLOCK, DriverResult, float_range_error, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
 
@@ -123,7 +124,8 @@ def blas_pointers() -> dict[str, Any]:
     import ctypes
 
     from numba.extending import get_cython_function_address
-    nargs = {"dsymv": 10, "dsyr": 7, "dsyr2": 9, "dspmv": 9, "dspr": 6}
+    nargs = {"dsymv": 10, "dsyr": 7, "dsyr2": 9, "dspmv": 9, "dspr": 6, "dgemv": 11,
+             "dger": 9}
     return {name: ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * count)(
         get_cython_function_address("scipy.linalg.cython_blas", name))
         for name, count in nargs.items()}
@@ -284,6 +286,28 @@ def _compiled_primal_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray
         X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
         model.rule.sparse, model.A, model.v, model.w, scratch, out, rhos, ptr["dsymv"],
         ptr["dsyr2"])
+    made = rhos[:count]
+    model.k += count
+    model.rhos.extend(made.tolist())
+    model.d_updates += int(np.count_nonzero(made))
+    return t, out[:count].copy(), bool(bad)
+
+
+def _compiled_explicit_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+    """The compiled loop on an implicit model's explicit B_k (p != 2), its v, w, k and rho
+    rule."""
+    if not hasattr(model, "_buffers"):
+        model._buffers = (np.ascontiguousarray(model.X, dtype=np.float64),
+                          np.ascontiguousarray(model.y, dtype=np.float64),
+                          np.zeros(_OUT, dtype=np.int64), np.zeros(_OUT),
+                          np.zeros((5, model.B.shape[0])))
+        model.v, model.w = np.array(model.v), np.array(model.w)
+    X, y, out, rhos, work = model._buffers
+    ptr = blas_pointers()
+    t, count, bad = compiled().ho_explicit_b(
+        X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
+        model.rule.sparse, model.p, model.B, model.v, model.w, work, out, rhos,
+        ptr["dgemv"], ptr["dger"])
     made = rhos[:count]
     model.k += count
     model.rhos.extend(made.tolist())
@@ -515,6 +539,10 @@ class _Implicit(_Model):
     #: p = 2 with the compiled engine: up to this n the primal representation runs from the
     #: first trial.
     COMPILED_PRIMAL_MAX_N = 1000
+    #: p != 2 with the compiled engine: up to this n B_k is kept explicitly from the first
+    #: trial (measured at p = 4: faster than the implicit form's first n / 4 factors up to
+    #: n = 300, slower from n = 400 on a run with fewer mistakes than that).
+    COMPILED_EXPLICIT_MAX_N = 300
 
     def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
         super().__init__(X, y, params, kernel)
@@ -655,9 +683,39 @@ class _Implicit(_Model):
         self.frho, self.starts, self.R, self.chunks = [], [], [], []
 
     def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+        """p = 2: the primal's compiled loop from the first trial.  p != 2: B_k's compiled
+        loop (``fast._numba.ho_explicit_b``), from the first trial (B_0 = I) up to
+        COMPILED_EXPLICIT_MAX_N features, else after the implicit form's switch (before it
+        ``implicit_step``)."""
+        if self.p != 2.0:
+            if self.B is None and self.X.shape[1] <= self.COMPILED_EXPLICIT_MAX_N:
+                self.to_explicit()
+            if self.B is None:
+                return self.implicit_step(t, end)
+            return _compiled_explicit_step(self, t, end)
         if self.A is None:
             self.to_primal()
         return _compiled_primal_step(self, t, end)
+
+    def implicit_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+        """The trials from t on as the driver takes them (blocks X[block] @ w, doubling from
+        MIN_BLOCK, within one epoch), up to and including the next mistake and its update."""
+        T = self.X.shape[0]
+        block = MIN_BLOCK
+        while t < end:
+            j = t % T
+            stop = min(T, j + block, j + end - t)
+            s = self.scores(j, stop)
+            hit = np.flatnonzero(~(self.y[j:stop] * s > 0))   # a mistake, or not finite
+            if hit.size:
+                t += int(hit[0])
+                if not np.isfinite(s[hit[0]]):
+                    return t, np.zeros(0, dtype=np.int64), True
+                self.update(t % T)
+                return t + 1, np.array([t]), False
+            t += stop - j
+            block = min(MAX_BLOCK, 2 * block)
+        return t, np.zeros(0, dtype=np.int64), False
 
 
 def _contracting(rho: float, gx: np.ndarray, x: np.ndarray) -> bool:
@@ -673,7 +731,7 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
               **given: Any) -> tuple[Trace, _Model]:
     """Run one form; returns the trace and the model (its state, for tests).  ``engine``:
     the compiled loop or the numpy driver for the primal form and the implicit one once it
-    continues as the primal (``ENGINES``; the dual form has the driver only)."""
+    keeps A_k or B_k explicitly (``ENGINES``; the dual form has the driver only)."""
     check_engine(engine)
     kern = parse_kernel(kernel)
     params = resolve_params(given)
@@ -686,8 +744,8 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     epochs = check_epochs(epochs)
     model = FORMS[form](X, y, params, kern)
     fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch
-                                and model.p == 2.0
-                                and X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N)
+                                and (model.p != 2.0
+                                     or X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N))
     with OneBlasThread():
         if fast and use_compiled(engine, y.shape[0] * epochs, not sp.issparse(X),
                                  record_scores):
@@ -739,6 +797,6 @@ def implicit(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any 
              c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
              record_scores: bool = False, engine: str = "auto") -> Trace:
     """Implicit primal form (any p): B unwrapped factor by factor (section 2 item 3).
-    ``engine``: as the primal form's, once the form continues as the primal at p = 2."""
+    ``engine``: as the primal form's, once the form keeps A_k (p = 2) or B_k explicitly."""
     return run_model("implicit", X, y, epochs=epochs, kernel=kernel, p=p, c=c, rho=rho,
                      sparse=sparse, record_scores=record_scores, engine=engine)[0]

@@ -13,12 +13,17 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.experiments import higher_order as experiment
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import pnorm_perceptron as pn
+from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.preprocessing import normalize
+from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
 from perceptron_oracle.reference import higher_order as ref_ho
 from perceptron_oracle.reference import pnorm_perceptron as ref_pn
 from test_api import without_engine
@@ -369,3 +374,103 @@ def test_implicit_accuracy_test_catches_unguarded_chunks(monkeypatch):
     monkeypatch.setattr(ho._Implicit, "GROWTH", np.inf)
     monkeypatch.setattr(ho, "_contracting", lambda rho, gx, x: True)
     assert _worst_implicit_error() > 1e-12
+
+
+# -- the compiled engine at p != 2: B_k explicitly (fast._numba.ho_explicit_b) ------------------
+needs_numba = pytest.mark.skipif(not ho.numba_available(),
+                                 reason="numba (the optional compiled engine) is not installed")
+
+
+@needs_numba
+@pytest.mark.parametrize("route", ["explicit from the first trial", "after the switch"])
+def test_compiled_p4_makes_the_numpy_engines_and_the_references_mistakes(monkeypatch, route):
+    """Unit 4-norm data, two epochs: the compiled loop keeps B_k from the first trial
+    (n <= COMPILED_EXPLICIT_MAX_N), or takes over at the implicit form's switch; either way
+    the numpy engine's mistakes and rho, w to 1e-12, and the reference's mistakes."""
+    if route == "after the switch":
+        monkeypatch.setattr(ho._Implicit, "COMPILED_EXPLICIT_MAX_N", 0)
+    X, y = _noisy(200, 12, 14, noise=0.1)
+    X = normalize(X, 4)
+    calls = []
+    step = ho._compiled_explicit_step
+    monkeypatch.setattr(ho, "_compiled_explicit_step",
+                        lambda model, t, end: calls.append(t) or step(model, t, end))
+    trace, model = ho.run_model("implicit", X, y, epochs=2, p=4, engine="numba")
+    numpy = ho.implicit(X, y, epochs=2, p=4, engine="numpy")
+    assert model.B is not None and calls
+    assert (calls[0] == 0) == (route == "explicit from the first trial")
+    assert trace.mistakes == numpy.mistakes and trace.updates == trace.mistakes
+    assert trace.final["rho"] == numpy.final["rho"]
+    assert np.allclose(trace.final["w"], numpy.final["w"], rtol=1e-12, atol=1e-14)
+    assert np.array_equal(trace.final["v"], numpy.final["v"])
+    assert trace.mistakes == ref_ho.higher_order(X, y, epochs=2, p=4).mistakes
+
+
+@needs_numba
+@pytest.mark.parametrize("p", [3.0, 4.0, 2.5, 7.0])
+def test_compiled_gradient_takes_the_numpy_gradients_operations(p):
+    """g in the compiled loop: numpy's sum order exactly (np.sum's pairwise blocks, every n
+    up to 300 and a few beyond 128 x 2^k), and g itself equal to ``pnorm_gradient`` up to
+    the power's rounding (numpy's own power may be another library's: AVX-512)."""
+    from perceptron_oracle.fast import _numba as nb
+    rng = np.random.default_rng(21)
+    for n in [*range(301), 1023, 1025, 5000]:
+        a = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)
+        assert nb.pairwise_sum(a, n) == np.sum(a)
+    for n in (1, 7, 200, 333):
+        theta = rng.standard_normal(n) * 1e-3
+        theta[0] = 0.0
+        out, buf = np.empty(n), np.empty(n)
+        nb.ho_gradient(theta, p, out, buf)
+        assert np.allclose(out, ho.pnorm_gradient(theta, p), rtol=4e-16, atol=0)
+        if p == 3.0:                                  # a square, as numpy's power takes it
+            assert np.array_equal(out, ho.pnorm_gradient(theta, p))
+    out = np.ones(3)
+    nb.ho_gradient(np.zeros(3), p, out, buf)
+    assert np.array_equal(out, np.zeros(3))
+
+
+@needs_numba
+def test_compiled_p4_reports_a_score_out_of_range_at_its_trial(monkeypatch):
+    """Non-contracting factors (rho ||x||_4^2 = 30), let through to the explicit B_k by
+    declaring them contracting: B_k grows until a score is not finite.  The compiled loop
+    stops with the numpy engine's FloatRangeError, naming the same trial."""
+    X, y = _noisy(400, 6, 15, noise=0.3)
+    X = normalize(X, 4) * np.sqrt(40.0)
+    monkeypatch.setattr(ho._Implicit, "_all_contracting", lambda self: True)
+    returns = []
+    step = ho._compiled_explicit_step
+    monkeypatch.setattr(ho, "_compiled_explicit_step",
+                        lambda model, t, end: returns.append(step(model, t, end))
+                        or returns[-1])
+    stops = []
+    for engine in ("numpy", "numba"):
+        with pytest.raises(FloatRangeError, match=r"^trial \d+ \(example \d+\): the float64 "
+                                                 r"state overflowed") as stop:
+            ho.implicit(X, y, epochs=3, p=4, rho="constant", c=Fraction(3, 4), engine=engine)
+        stops.append(stop.value.trial)
+    assert stops[0] == stops[1] > 100
+    assert returns[-1][0] == stops[1] and returns[-1][2]    # the compiled loop's report
+
+
+@needs_numba
+@pytest.mark.parametrize("strategy", ["sphere", "label_noise", "small_integers"])
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_compiled_p_not_2_matches_the_reference(strategy, data):
+    """The differential suite's comparison (tests/test_differential.py) with the compiled
+    engine forced at p in {3, 4, 7}: the implicit form keeps B_k explicitly in the compiled
+    loop whenever every factor contracts."""
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    params = data.draw(PARAMS["higher_order"](form="implicit"), label="params")
+    params["p"] = data.draw(st.sampled_from([Fraction(3), Fraction(4), Fraction(7)]),
+                            label="p")
+    epochs = data.draw(st.integers(1, 3), label="epochs")
+    expected = ref_ho.higher_order(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    try:
+        actual = ho.implicit(seq.X, seq.y, epochs=epochs, engine="numba", **params)
+    except FloatRangeError as stop:   # accepted after a flagged trial only (SPEC.md 3)
+        assert any(t <= stop.trial for t in expected.fragile), str(stop)
+        return
+    result = compare(expected, actual, seq.X)
+    assert result.ok, result.describe()
