@@ -273,15 +273,54 @@ def perceptron_dual(X: Any, sq: Any, y: Any, epochs: int, kind: int, degree: int
 
 
 @jit
-def pnorm_gradient(v: Any, p: float, w: Any) -> None:
-    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place.  For
-    an integer p - 1 up to 8 the powers are repeated products (p - 2 roundings, within the
-    reference's (p + 1) gamma allowance for them), several times faster than ``pow``."""
+def abs_max_bits(v: Any) -> int:
+    """The largest |v_i| as its IEEE bit pattern (sign bit cleared: NaN above infinity above
+    every finite value).  For non-negative doubles the integer order is the float order, and
+    an integer maximum vectorises (a float one, whose NaN rules LLVM must keep, does not)."""
+    bits = v.view(np.int64)
+    top = 0
+    for i in range(bits.shape[0]):
+        b = bits[i] & 0x7FFFFFFFFFFFFFFF
+        if b > top:
+            top = b
+    return top
+
+
+@jit(reassoc=True)
+def pnorm_powers(v: Any, inv: float, whole: int, q: float, w: Any) -> float:
+    """w_i = t_i^q with t_i = |v_i| inv (inv = 2^-e exactly: the product is the correctly
+    rounded |v_i| / 2^e), and returns sum_i t_i^q t_i.  For an integer q = ``whole`` <= 8 the
+    power is t times t, q - 1 times in order; each of the seven possible factors is t or 1.0
+    (a product by 1.0 is exact), so the loop has no inner loop and vectorises."""
+    total = 0.0
+    if whole:
+        for i in range(v.shape[0]):
+            t = abs(v[i]) * inv
+            pw = t
+            pw *= t if whole >= 2 else 1.0
+            pw *= t if whole >= 3 else 1.0
+            pw *= t if whole >= 4 else 1.0
+            pw *= t if whole >= 5 else 1.0
+            pw *= t if whole >= 6 else 1.0
+            pw *= t if whole >= 7 else 1.0
+            pw *= t if whole >= 8 else 1.0
+            w[i] = pw
+            total += pw * t
+    else:
+        for i in range(v.shape[0]):
+            t = abs(v[i]) * inv
+            pw = t ** q
+            w[i] = pw
+            total += pw * t
+    return total
+
+
+@jit
+def pnorm_gradient_scalar(v: Any, p: float, w: Any) -> None:
+    """``pnorm_gradient`` one element at a time (a float maximum, divisions by the scale),
+    for the v the vectorised passes leave out: v = 0, a largest |v_i| that is subnormal or
+    at least 2^1023 (2^-e or 2^e would leave float64), or not finite."""
     n = v.shape[0]
-    if p == 2.0:
-        for i in range(n):
-            w[i] = v[i]
-        return
     largest = 0.0
     for i in range(n):
         a = abs(v[i])
@@ -311,24 +350,75 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
 
 
 @jit
+def pnorm_gradient(v: Any, p: float, w: Any) -> None:
+    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place, on v
+    scaled by 2^-e, 2^e the power of two just above max |v_i| (g is 1-homogeneous).  Three
+    passes that vectorise: the maximum's exponent from the bit patterns, the powers with
+    their sum, the signs and the normaliser.  For an integer p - 1 up to 8 the powers are
+    repeated products (p - 2 roundings, within the reference's (p + 1) gamma allowance for
+    them), several times faster than ``pow``; the sum of the powers is another rounding of
+    the same sum (SPEC.md 3: the allowance holds for any summation order)."""
+    n = v.shape[0]
+    if p == 2.0:
+        for i in range(n):
+            w[i] = v[i]
+        return
+    biased = abs_max_bits(v) >> 52
+    if biased == 0 or biased >= 2046:   # v = 0, subnormal, >= 2^1023, inf or NaN
+        pnorm_gradient_scalar(v, p, w)
+        return
+    e = biased - 1022                   # math.frexp(max |v_i|)[1]
+    q = p - 1.0
+    whole = int(q) if q == math.floor(q) and q <= 8.0 else 0
+    total = pnorm_powers(v, math.ldexp(1.0, -e), whole, q, w)
+    factor = math.ldexp(1.0, e) / total ** ((p - 2.0) / p)
+    for i in range(n):
+        w[i] = math.copysign(w[i], v[i]) * factor
+
+
+@jit
+def pnorm_add(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
+              label: float, v: Any) -> None:
+    """v += y x_j in place (CSR: the stored entries, unsigned indices)."""
+    if sparse:
+        for k in range(indptr[j], indptr[j + 1]):
+            v[np.uintp(indices[k])] += label * data[k]
+    else:
+        for i in range(v.shape[0]):
+            v[i] += label * X[j, i]
+
+
+@jit
 def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
-                 epochs: int, p: float, v: Any, w: Any, state: Any, flags: Any,
+                 epochs: int, p: float, v: Any, w: Any, state: Any, mistakes: Any,
                  scores: Any, record: bool) -> int:
-    """state = [unused, bad score]; returns the first trial with a non-finite score, or -1."""
+    """state = [mistakes, bad score]; the mistake trials (each an update) are written to the
+    front of ``mistakes``.  Returns the first trial with a non-finite score, or -1.  A dense
+    row's score is ``row_dot`` (a vectorised sum: another rounding of the same sum, SPEC.md
+    3)."""
     T = y.shape[0]
-    for t in range(epochs * T):
-        j = t % T
-        s = row_score(X, indptr, indices, data, sparse, j, w)
-        if not math.isfinite(s):
-            state[1] = s
-            return t
-        if record:
-            scores[t] = s
-        label = y[j]
-        if label * s <= 0:
-            flags[t] = MISTAKE | UPDATE
-            add_row(X, indptr, indices, data, sparse, j, label, v)
-            pnorm_gradient(v, p, w)
+    t = -1
+    nm = 0
+    for _ in range(epochs):
+        for j in range(T):
+            t += 1
+            if sparse:
+                s = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+            else:
+                s = row_dot(X, j, w)
+            if not math.isfinite(s):
+                state[0] = nm
+                state[1] = s
+                return t
+            if record:
+                scores[t] = s
+            label = y[j]
+            if label * s <= 0:
+                mistakes[nm] = t
+                nm += 1
+                pnorm_add(X, indptr, indices, data, sparse, j, label, v)
+                pnorm_gradient(v, p, w)
+    state[0] = nm
     return -1
 
 
