@@ -371,7 +371,10 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
     q = p - 1.0
     whole = int(q) if q == math.floor(q) and q <= 8.0 else 0
     total = pnorm_powers(v, math.ldexp(1.0, -e), whole, q, w)
-    factor = math.ldexp(1.0, e) / total ** ((p - 2.0) / p)
+    # ||t||_p^(p-2) = total^((p-2)/p): for p = 4 the square root (correctly rounded; pow
+    # agrees but for its last bit, and costs about a fifth of the whole gradient at n = 200)
+    norm = math.sqrt(total) if p == 4.0 else total ** ((p - 2.0) / p)
+    factor = math.ldexp(1.0, e) / norm
     for i in range(n):
         w[i] = math.copysign(w[i], v[i]) * factor
 
