@@ -5,15 +5,16 @@ One trial at a time in machine code: a dot product per trial (a vectorised loop 
 row, a gather over the stored entries of a CSR row) and, at an update, problem (3) (with the
 soft margin, (24)) solved by the closed forms (15)/(19) exactly as ``fast.pumma``'s numpy
 path does through ``fast.romma.step2`` with z = x_pos - x_neg and c = 2 (the residual form
-of D), then w moved in place and the bias (20) recomputed.  An update makes two or three
-passes over w (z formed with ||z||^2 and w.z; the residual in case (ii); the move with the
-new ||w||^2 and the pair's two scores); with the soft margin the coefficients
-a_e = y_e C xi_e are kept for the examples that have been a pair member (``held``), so
-||a||^2 and the slack part of the residual cost O(held), not O(T).  The block-ahead driver
-pays a Python round trip and about a dozen small numpy calls per update.  Measured on a
-2-core machine (20,000 x 100 dense, section 5.1's r-of-k data, 9.5% updates): 0.063-0.071
-us per trial, against 3.0-4.6 for the block-ahead driver, 1.5-2.3 for a plain per-trial
-numpy loop, and 0.027 for one ``X @ w`` pass on one core (0.014 on two).
+of D; the forms themselves compiled without reassociation), then w moved in place and the
+bias (20) recomputed.  An update makes two or three passes over w (z formed with ||z||^2
+and w.z; the residual in case (ii); the move with the new ||w||^2 and the pair's two
+scores), written out in one function for dense X and the hard margin
+(``pumma_dense_pair``); with the soft margin the coefficients a_e = y_e C xi_e are kept
+for the examples that have been a pair member (``held``), so ||a||^2 and the slack part of
+the residual cost O(held), not O(T).  The block-ahead driver pays a Python round trip and
+about a dozen small numpy calls per update.  ``python -m perceptron_oracle.benchmarks
+--only "pumma primal p=2"`` measures it against one ``X @ w`` pass, the plain numba loop
+and a per-trial numpy loop.
 
 Semantics are ``fast.pumma``'s numpy path trial for trial (SPEC.md, "romma / pumma"):
 start-up from the first positive and the first negative example (score b = -1, then +1;

@@ -397,15 +397,54 @@ def perceptron_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kt
 
 
 @jit
-def pnorm_gradient(v: Any, p: float, w: Any) -> None:
-    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place.  For
-    an integer p - 1 up to 8 the powers are repeated products (p - 2 roundings, within the
-    reference's (p + 1) gamma allowance for them), several times faster than ``pow``."""
+def abs_max_bits(v: Any) -> int:
+    """The largest |v_i| as its IEEE bit pattern (sign bit cleared: NaN above infinity above
+    every finite value).  For non-negative doubles the integer order is the float order, and
+    an integer maximum vectorises (a float one, whose NaN rules LLVM must keep, does not)."""
+    bits = v.view(np.int64)
+    top = 0
+    for i in range(bits.shape[0]):
+        b = bits[i] & 0x7FFFFFFFFFFFFFFF
+        if b > top:
+            top = b
+    return top
+
+
+@jit(reassoc=True)
+def pnorm_powers(v: Any, inv: float, whole: int, q: float, w: Any) -> float:
+    """w_i = t_i^q with t_i = |v_i| inv (inv = 2^-e exactly: the product is the correctly
+    rounded |v_i| / 2^e), and returns sum_i t_i^q t_i.  For an integer q = ``whole`` <= 8 the
+    power is t times t, q - 1 times in order; each of the seven possible factors is t or 1.0
+    (a product by 1.0 is exact), so the loop has no inner loop and vectorises."""
+    total = 0.0
+    if whole:
+        for i in range(v.shape[0]):
+            t = abs(v[i]) * inv
+            pw = t
+            pw *= t if whole >= 2 else 1.0
+            pw *= t if whole >= 3 else 1.0
+            pw *= t if whole >= 4 else 1.0
+            pw *= t if whole >= 5 else 1.0
+            pw *= t if whole >= 6 else 1.0
+            pw *= t if whole >= 7 else 1.0
+            pw *= t if whole >= 8 else 1.0
+            w[i] = pw
+            total += pw * t
+    else:
+        for i in range(v.shape[0]):
+            t = abs(v[i]) * inv
+            pw = t ** q
+            w[i] = pw
+            total += pw * t
+    return total
+
+
+@jit
+def pnorm_gradient_scalar(v: Any, p: float, w: Any) -> None:
+    """``pnorm_gradient`` one element at a time (a float maximum, divisions by the scale),
+    for the v the vectorised passes leave out: v = 0, a largest |v_i| that is subnormal or
+    at least 2^1023 (2^-e or 2^e would leave float64), or not finite."""
     n = v.shape[0]
-    if p == 2.0:
-        for i in range(n):
-            w[i] = v[i]
-        return
     largest = 0.0
     for i in range(n):
         a = abs(v[i])
@@ -435,61 +474,83 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
 
 
 @jit
+def pnorm_gradient(v: Any, p: float, w: Any) -> None:
+    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place, on v
+    scaled by 2^-e, 2^e the power of two just above max |v_i| (g is 1-homogeneous).  Three
+    passes that vectorise: the maximum's exponent from the bit patterns, the powers with
+    their sum, the signs and the normaliser.  For an integer p - 1 up to 8 the powers are
+    repeated products (p - 2 roundings, within the reference's (p + 1) gamma allowance for
+    them), several times faster than ``pow``; the sum of the powers is another rounding of
+    the same sum (SPEC.md 3: the allowance holds for any summation order)."""
+    n = v.shape[0]
+    if p == 2.0:
+        for i in range(n):
+            w[i] = v[i]
+        return
+    biased = abs_max_bits(v) >> 52
+    if biased == 0 or biased >= 2046:   # v = 0, subnormal, >= 2^1023, inf or NaN
+        pnorm_gradient_scalar(v, p, w)
+        return
+    e = biased - 1022                   # math.frexp(max |v_i|)[1]
+    q = p - 1.0
+    whole = int(q) if q == math.floor(q) and q <= 8.0 else 0
+    total = pnorm_powers(v, math.ldexp(1.0, -e), whole, q, w)
+    # ||t||_p^(p-2) = total^((p-2)/p): for p = 4 the square root (correctly rounded; pow
+    # agrees but for its last bit, and costs about a fifth of the whole gradient at n = 200)
+    norm = math.sqrt(total) if p == 4.0 else total ** ((p - 2.0) / p)
+    factor = math.ldexp(1.0, e) / norm
+    for i in range(n):
+        w[i] = math.copysign(w[i], v[i]) * factor
+
+
+@jit
+def axpy_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
+             step: float, v: Any) -> None:
+    """v += step x_j in place (CSR: the stored entries, unsigned indices: no wraparound
+    check)."""
+    if sparse:
+        for k in range(indptr[j], indptr[j + 1]):
+            v[np.uintp(indices[k])] += step * data[k]
+    else:
+        for i in range(v.shape[0]):
+            v[i] += step * X[j, i]
+
+
+@jit
 def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
-                 epochs: int, p: float, v: Any, w: Any, state: Any, flags: Any,
+                 epochs: int, p: float, v: Any, w: Any, state: Any, mistakes: Any,
                  scores: Any, record: bool) -> int:
-    """state = [unused, bad score]; returns the first trial with a non-finite score, or -1."""
+    """state = [mistakes, bad score]; the mistake trials (each an update) are written to the
+    front of ``mistakes``.  Returns the first trial with a non-finite score, or -1.  A dense
+    row's score is ``row_dot`` (a vectorised sum: another rounding of the same sum, SPEC.md
+    3)."""
     T = y.shape[0]
-    for t in range(epochs * T):
-        j = t % T
-        s = row_score(X, indptr, indices, data, sparse, j, w)
-        if not math.isfinite(s):
-            state[1] = s
-            return t
-        if record:
-            scores[t] = s
-        label = y[j]
-        if label * s <= 0:
-            flags[t] = MISTAKE | UPDATE
-            add_row(X, indptr, indices, data, sparse, j, label, v)
-            pnorm_gradient(v, p, w)
+    t = -1
+    nm = 0
+    for _ in range(epochs):
+        for j in range(T):
+            t += 1
+            if sparse:
+                s = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+            else:
+                s = row_dot(X, j, w)
+            if not math.isfinite(s):
+                state[0] = nm
+                state[1] = s
+                return t
+            if record:
+                scores[t] = s
+            label = y[j]
+            if label * s <= 0:
+                mistakes[nm] = t
+                nm += 1
+                axpy_row(X, indptr, indices, data, sparse, j, label, v)
+                pnorm_gradient(v, p, w)
+    state[0] = nm
     return -1
 
 
 # -- ROMMA's primal form (fast._compiled_romma) -------------------------------------------------
-
-@jit(reassoc=True)
-def dot_and_norm(X: Any, j: int, w: Any, n: int) -> tuple[float, float]:
-    """X[j].w and ||X[j]||^2 in one pass (the loop waits on memory: the norm is free)."""
-    s = 0.0
-    q = 0.0
-    for k in range(n):
-        x = X[j, k]
-        s += x * w[k]
-        q += x * x
-    return s, q
-
-
-@jit(reassoc=True)
-def residual(X: Any, j: int, w: Any, n: int, r: float) -> float:
-    """||w - r z||^2 with z = X[j] times the label folded into r."""
-    s = 0.0
-    for k in range(n):
-        d = w[k] - r * X[j, k]
-        s += d * d
-    return s
-
-
-@jit(reassoc=True)
-def move(X: Any, j: int, w: Any, n: int, eta: float, step: float) -> float:
-    """w <- eta w + step X[j]; returns the new ||w||^2."""
-    s = 0.0
-    for k in range(n):
-        wk = eta * w[k] + step * X[j, k]
-        w[k] = wk
-        s += wk * wk
-    return s
-
 
 @jit(reassoc=True)
 def norm2(w: Any) -> float:
@@ -515,44 +576,93 @@ def sparse_residual(w: Any, zbuf: Any, r: float) -> float:
 
 
 @jit
-def romma_step(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
-               label: float, vz: float, zz: float, vv: float, w: Any, zbuf: Any,
-               singular: float) -> tuple[bool, float, float]:
-    """Problem (2) with z = y x_j, c = 1 (``fast.romma.step2``): (feasible, lambda, eta).
-    vz is the margin y w.x_j; zz is ||x_j||^2 for dense X (found with the score), 0 for CSR
-    (summed here); D in the residual form ||z||^2 ||v - (v.z/||z||^2) z||^2."""
-    if sparse:
-        for k in range(indptr[j], indptr[j + 1]):
-            zz += data[k] * data[k]
+def step_case(c: float, zz: float, vz: float, vv: float) -> int:
+    """Problem (2)/(3) for p = 2 (``fast.romma.step2``, constant c): 0 infeasible (z = 0),
+    1 case (i), eq. (15), 2 case (ii), eq. (19), which needs the residual.  The closed forms
+    are compiled without reassociation (their callers reassociate their sums), so each is
+    evaluated as written."""
     if not zz > 0.0:
-        return False, 0.0, 0.0
-    if vv == 0.0 or vz >= zz * vv:  # case (i), eq. (15)
-        return True, 1.0 / zz, 0.0
-    r = vz / zz                      # case (ii), eq. (19)
-    if sparse:
-        for k in range(indptr[j], indptr[j + 1]):
-            zbuf[indices[k]] = data[k]
-        res = sparse_residual(w, zbuf, r * label)
-        for k in range(indptr[j], indptr[j + 1]):
-            zbuf[indices[k]] = 0.0
-    else:
-        res = residual(X, j, w, w.shape[0], r * label)
-    det = zz * res
-    if det <= singular * zz * vv:
-        return False, 0.0, 0.0
-    return True, vv * (1.0 - vz) / det, (zz * vv - vz) / det
+        return 0
+    if vv == 0.0 or c * vz >= zz * vv:
+        return 1
+    return 2
 
 
 @jit
-def romma_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int, w: Any,
-               eta: float, step: float) -> float:
-    """w <- eta w + step x_j in place; returns the new ||w||^2."""
-    if sparse:
-        if eta != 1.0:
-            scale(w, eta)
-        add_row(X, indptr, indices, data, sparse, j, step, w)
-        return norm2(w)
-    return move(X, j, w, w.shape[0], eta, step)
+def case_two(c: float, zz: float, vz: float, vv: float, res: float,
+             singular: float) -> tuple[bool, float, float]:
+    """Case (ii), eq. (19), from the residual res = ||v - (v.z/||z||^2) z||^2: (feasible,
+    lambda, eta) with D = ||z||^2 res."""
+    det = zz * res
+    if det <= singular * zz * vv:
+        return False, 0.0, 0.0
+    return True, vv * (c - vz) / det, (zz * vv - c * vz) / det
+
+
+@jit
+def romma_sparse_update(indptr: Any, indices: Any, data: Any, j: int, label: float,
+                        vz: float, vv: float, w: Any, zbuf: Any,
+                        singular: float) -> tuple[bool, float]:
+    """``romma_dense_update`` for CSR X: ||z||^2 over the stored entries; the residual
+    with z scattered into zbuf (cleared after); w rescaled, the row added, ||w||^2."""
+    lo, hi = indptr[j], indptr[j + 1]
+    zz = 0.0
+    for k in range(lo, hi):
+        zz += data[k] * data[k]
+    case = step_case(1.0, zz, vz, vv)
+    if case == 0:
+        return False, vv
+    lam, eta = 1.0 / zz, 0.0
+    if case == 2:
+        r = vz / zz
+        for k in range(lo, hi):
+            zbuf[np.uintp(indices[k])] = data[k]
+        res = sparse_residual(w, zbuf, r * label)
+        for k in range(lo, hi):
+            zbuf[np.uintp(indices[k])] = 0.0
+        feasible, lam, eta = case_two(1.0, zz, vz, vv, res, singular)
+        if not feasible:
+            return False, vv
+    if eta != 1.0:
+        scale(w, eta)
+    step = lam * label
+    for k in range(lo, hi):
+        w[np.uintp(indices[k])] += step * data[k]
+    return True, norm2(w)
+
+
+@jit(reassoc=True)
+def romma_dense_update(X: Any, j: int, label: float, vz: float, vv: float, w: Any,
+                       singular: float) -> tuple[bool, float]:
+    """Problem (2) with z = y x_j, c = 1 (``fast.romma.step2``; vz the margin y w.x_j, D in
+    the residual form ||z||^2 ||v - (v.z/||z||^2) z||^2) and, when feasible, w <- eta w +
+    lambda z, for dense X: the passes (||z||^2, the residual in case (ii), the move with the
+    new ||w||^2) written out in one function with its sums reassociated (measured faster
+    than the same passes as separate helpers).  Returns (feasible, the new ||w||^2)."""
+    n = w.shape[0]
+    zz = 0.0
+    for k in range(n):
+        zz += X[j, k] * X[j, k]
+    case = step_case(1.0, zz, vz, vv)
+    if case == 0:
+        return False, vv
+    lam, eta = 1.0 / zz, 0.0
+    if case == 2:
+        r = vz / zz * label
+        res = 0.0
+        for k in range(n):
+            d = w[k] - r * X[j, k]
+            res += d * d
+        feasible, lam, eta = case_two(1.0, zz, vz, vv, res, singular)
+        if not feasible:
+            return False, vv
+    step = lam * label
+    ww = 0.0
+    for k in range(n):
+        wk = eta * w[k] + step * X[j, k]
+        w[k] = wk
+        ww += wk * wk
+    return True, ww
 
 
 @jit(inline=True)
@@ -563,10 +673,8 @@ def note_trial(t: int, s: float, label: float, record: bool, scores: Any, mistak
     if record:
         scores[t] = s
     margin = label * s
-    if margin <= 0:
-        mistakes[nm] = t
-        nm += 1
-    return margin, nm
+    mistakes[nm] = t                  # kept only when counted: no branch to mispredict
+    return margin, nm + (1 if margin <= 0 else 0)
 
 
 @jit
@@ -577,39 +685,37 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     run), zbuf n zeros (CSR: the dense z of the residual); ``singular`` is
     ``fast.romma.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are written to
     the front of ``mistakes`` and ``updates``.  Returns the first trial with a score that is
-    not finite, or -1."""
+    not finite, or -1.  A dense row's score is ``row_dot`` (a vectorised sum)."""
     T = y.shape[0]
-    n = w.shape[0]
     last = int(state[0])
     vv = norm2(w)
     nm = 0
     nu = 0
-    bad = -1
-    for t in range(epochs * T):
-        j = t % T
-        zz = 0.0
-        if sparse:  # a gather: in order (no vector form to gain)
-            s = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
-        else:
-            s, zz = dot_and_norm(X, j, w, n)
-        if not math.isfinite(s):
-            state[1] = s
-            bad = t
-            break
-        label = y[j]
-        margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
-        if margin < threshold and j != last:
-            feasible, lam, eta = romma_step(X, indptr, indices, data, sparse, j, label,
-                                            margin, zz, vv, w, zbuf, singular)
-            if feasible:
-                updates[nu] = t
-                nu += 1
-                vv = romma_move(X, indptr, indices, data, sparse, j, w, eta, lam * label)
-                last = j
-    state[0] = last
-    state[2] = nm
-    state[3] = nu
-    return bad
+    t = -1
+    for _ in range(epochs):
+        for j in range(T):
+            t += 1
+            if sparse:  # a gather: in order (no vector form to gain)
+                s = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+            else:
+                s = row_dot(X, j, w)
+            if not math.isfinite(s):
+                state[0], state[1], state[2], state[3] = last, s, nm, nu
+                return t
+            label = y[j]
+            margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
+            if margin < threshold and j != last:
+                if sparse:
+                    feasible, vv = romma_sparse_update(indptr, indices, data, j, label,
+                                                       margin, vv, w, zbuf, singular)
+                else:
+                    feasible, vv = romma_dense_update(X, j, label, margin, vv, w, singular)
+                if feasible:
+                    updates[nu] = t
+                    nu += 1
+                    last = j
+    state[0], state[2], state[3] = last, nm, nu
+    return -1
 
 
 # -- PUMMA's primal form, p = 2 (fast._compiled_pumma) -------------------------------------------
@@ -629,20 +735,25 @@ def pair_products(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, po
     """z = x_pos - x_neg in place (CSR: both rows scattered into zeros, as
     ``fast.romma.PrimalSpace.pair`` forms it), and ||z||^2 and w.z."""
     n = z.shape[0]
+    zz = 0.0
+    wz = 0.0
     if sparse:
         for k in range(n):
             z[k] = 0.0
         for k in range(indptr[pos], indptr[pos + 1]):
-            z[indices[k]] += data[k]
+            z[np.uintp(indices[k])] += data[k]
         for k in range(indptr[neg], indptr[neg + 1]):
-            z[indices[k]] -= data[k]
-    zz = 0.0
-    wz = 0.0
-    for k in range(n):
-        zk = X[pos, k] - X[neg, k] if not sparse else z[k]
-        z[k] = zk
-        zz += zk * zk
-        wz += w[k] * zk
+            z[np.uintp(indices[k])] -= data[k]
+        for k in range(n):
+            zk = z[k]
+            zz += zk * zk
+            wz += w[k] * zk
+    else:
+        for k in range(n):
+            zk = X[pos, k] - X[neg, k]
+            z[k] = zk
+            zz += zk * zk
+            wz += w[k] * zk
     return zz, wz
 
 
@@ -653,16 +764,20 @@ def pair_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: i
     ww = 0.0
     wp = 0.0
     wn = 0.0
-    for k in range(w.shape[0]):
-        wk = eta * w[k] + lam * z[k]
-        w[k] = wk
-        ww += wk * wk
-        if not sparse:
-            wp += X[pos, k] * wk
-            wn += X[neg, k] * wk
     if sparse:
+        for k in range(w.shape[0]):
+            wk = eta * w[k] + lam * z[k]
+            w[k] = wk
+            ww += wk * wk
         wp = sparse_dot(data, indices, indptr[pos], indptr[pos + 1], w)
         wn = sparse_dot(data, indices, indptr[neg], indptr[neg + 1], w)
+    else:
+        for k in range(w.shape[0]):
+            wk = eta * w[k] + lam * z[k]
+            w[k] = wk
+            ww += wk * wk
+            wp += X[pos, k] * wk
+            wn += X[neg, k] * wk
     return ww, wp, wn
 
 
@@ -700,7 +815,7 @@ def slack_move(a: Any, held: Any, count: int, pos: int, neg: int, eta: float,
     return total
 
 
-@jit
+@jit(inline=True)
 def hold(e: int, held: Any, mark: Any, count: int) -> int:
     """Example e among the held examples (those whose a_e may be nonzero); the new count."""
     if not mark[e]:
@@ -710,24 +825,20 @@ def hold(e: int, held: Any, mark: Any, count: int) -> int:
     return count
 
 
-@jit
+@jit(inline=True)
 def pumma_step(zz: float, vz: float, vv: float, w: Any, z: Any, a: Any, held: Any,
                count: int, pos: int, neg: int, inv_c: float, soft: bool,
                singular: float) -> tuple[bool, float, float]:
     """Problem (3) (or (24)) for p = 2 (``fast.romma.step2`` with c = 2, D in the residual
     form of the augmented vectors): (feasible, lambda, eta)."""
-    if not zz > 0.0:
-        return False, 0.0, 0.0
-    if vv == 0.0 or 2.0 * vz >= zz * vv:  # case (i), eq. (15)
-        return True, 2.0 / zz, 0.0
-    r = vz / zz                            # case (ii), eq. (19)
+    case = step_case(2.0, zz, vz, vv)
+    if case < 2:
+        return case == 1, 2.0 / zz if case == 1 else 0.0, 0.0
+    r = vz / zz
     res = sparse_residual(w, z, r)
     if soft:
         res += slack_norm(a, held, count, pos, neg, r) * inv_c
-    det = zz * res
-    if det <= singular * zz * vv:
-        return False, 0.0, 0.0
-    return True, vv * (2.0 - vz) / det, (zz * vv - 2.0 * vz) / det
+    return case_two(2.0, zz, vz, vv, res, singular)
 
 
 @jit
@@ -756,6 +867,46 @@ def pumma_pair_update(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
     return True, -0.5 * (bp + bn), vv, count
 
 
+@jit(reassoc=True)
+def pumma_dense_pair(X: Any, pos: int, neg: int, w: Any, z: Any, vv: float,
+                     singular: float) -> tuple[bool, float, float]:
+    """``pumma_pair_update`` for dense X and the hard margin, the passes written out in one
+    reassociated function (as ``romma_dense_update``): z = x_pos - x_neg with ||z||^2 and w.z, the
+    residual (case (ii)), the move with ||w||^2 and the pair's two scores.  Returns
+    (feasible, b, the new ||w||^2)."""
+    n = w.shape[0]
+    zz = 0.0
+    vz = 0.0
+    for k in range(n):
+        zk = X[pos, k] - X[neg, k]
+        z[k] = zk
+        zz += zk * zk
+        vz += w[k] * zk
+    case = step_case(2.0, zz, vz, vv)
+    if case == 0:
+        return False, 0.0, vv
+    lam, eta = 2.0 / zz, 0.0
+    if case == 2:
+        r = vz / zz
+        res = 0.0
+        for k in range(n):
+            d = w[k] - r * z[k]
+            res += d * d
+        feasible, lam, eta = case_two(2.0, zz, vz, vv, res, singular)
+        if not feasible:
+            return False, 0.0, vv
+    ww = 0.0
+    wp = 0.0
+    wn = 0.0
+    for k in range(n):
+        wk = eta * w[k] + lam * z[k]
+        w[k] = wk
+        ww += wk * wk
+        wp += X[pos, k] * wk
+        wn += X[neg, k] * wk
+    return True, -0.5 * (wp + wn), ww
+
+
 @jit
 def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                  epochs: int, threshold: float, singular: float, inv_c: float, soft: bool,
@@ -770,45 +921,49 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     T = y.shape[0]
     pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
     vv = norm2(w) + (slack_norm(a, held, count, -1, -1, 0.0) * inv_c if soft else 0.0)
-    nm = 0
-    nu = 0
-    bad = -1
-    for t in range(epochs * T):
-        j = t % T
-        label = y[j]
-        started = pos >= 0 and neg >= 0
-        if sparse:
-            d = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
-        else:
-            d = row_dot(X, j, w)
-        s = d + b if started else b  # start-up: the score is b (w = 0)
-        if not math.isfinite(s if started else d):
-            state[3] = s if started else d
-            bad = t
+    nm, nu, bad, t = 0, 0, -1, -1
+    for _ in range(epochs):
+        for j in range(T):
+            t += 1
+            label = y[j]
+            started = pos >= 0 and neg >= 0
+            if sparse:
+                d = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+            else:
+                d = row_dot(X, j, w)
+            s = d + b if started else b  # start-up: the score is b (w = 0)
+            if not math.isfinite(s if started else d):
+                state[3] = s if started else d
+                bad = t
+                break
+            margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
+            if started:                  # the pair members' test is skipped (Lemma 4)
+                if j == pos or j == neg:
+                    continue
+                if soft:
+                    margin = margin + label * (a[j] * inv_c)
+                if not margin < threshold:
+                    continue
+            elif not ((label > 0 and pos < 0) or (label < 0 and neg < 0)):
+                continue
+            p, q = (j, neg) if label > 0 else (pos, j)
+            if p >= 0 and q >= 0:
+                if sparse or soft:
+                    feasible, b_new, vv, count = pumma_pair_update(
+                        X, indptr, indices, data, sparse, p, q, inv_c, soft, singular, w, z,
+                        a, held, mark, count, vv)
+                else:
+                    feasible, b_new, vv = pumma_dense_pair(X, p, q, w, z, vv, singular)
+                if not feasible:
+                    continue
+                b = b_new
+            else:                        # start-up: half a pair stored
+                b = 1.0 if p >= 0 else -1.0
+            pos, neg = p, q
+            updates[nu] = t
+            nu += 1
+        if bad >= 0:
             break
-        margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
-        if started:                  # the pair members' test is skipped (Lemma 4)
-            if j == pos or j == neg:
-                continue
-            if soft:
-                margin = margin + label * (a[j] * inv_c)
-            if not margin < threshold:
-                continue
-        elif not ((label > 0 and pos < 0) or (label < 0 and neg < 0)):
-            continue
-        p, q = (j, neg) if label > 0 else (pos, j)
-        if p >= 0 and q >= 0:
-            feasible, b_new, vv, count = pumma_pair_update(
-                X, indptr, indices, data, sparse, p, q, inv_c, soft, singular, w, z, a,
-                held, mark, count, vv)
-            if not feasible:
-                continue
-            b = b_new
-        else:                        # start-up: half a pair stored
-            b = 1.0 if p >= 0 else -1.0
-        pos, neg = p, q
-        updates[nu] = t
-        nu += 1
     state[0], state[1], state[2], state[4], state[5], state[6] = pos, neg, b, nm, nu, count
     return bad
 

@@ -7,8 +7,11 @@ scored with one product X[block] @ g(v).  Linear kernel only; X dense or CSR.
 
 ``engine="auto"`` (the default) runs the compiled per-trial loop of ``fast._compiled`` when
 numba is installed: one dot product per trial, v += y x and w = g(v) recomputed in place on a
-mistake (O(n)); ``engine="numpy"`` the block-ahead driver.  Under ``forced_updates`` the
-numpy path runs whatever was asked.
+mistake (O(n), passes that vectorise: ``fast._numba.pnorm_gradient``); ``engine="numpy"`` the
+block-ahead driver.  Under ``forced_updates`` the numpy path runs whatever was asked.  The
+compiled run does not sum dense X for NaN or infinity beforehand: a row holding one scores
+NaN or infinity whatever w is, so the loop's scores are that check, reported as validate()
+reports it.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     chosen = _compiled.choose(engine)
-    X, y = validate(X, y, check_finite=True)
+    # the compiled loop scores every row of dense X first: that is its NaN/infinity check
+    X, y = validate(X, y, check_finite=chosen != "numba" or sp.issparse(X))
     epochs = check_epochs(epochs)
     model = _Primal(X, y, float(params["p"]))
     if chosen == "numba":
@@ -80,14 +84,15 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
 def _run_compiled(model: _Primal, epochs: int, record_scores: bool
                   ) -> tuple[list[int], list[int], list[float] | None]:
     T = model.y.shape[0]
-    flags = np.zeros(epochs * T, dtype=np.uint8)
-    scores = np.zeros(epochs * T if record_scores else 1)
+    trials = epochs * T
+    mistakes = np.empty(trials, dtype=np.int64)
+    scores = np.zeros(trials if record_scores else 1)
     state = np.zeros(2)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
     bad = _compiled.kernels().pnorm_primal(dense, indptr, indices, data, sparse,
                                            model.y.astype(np.float64), epochs, model.p,
-                                           model.v, model.w, state, flags, scores,
+                                           model.v, model.w, state, mistakes, scores,
                                            record_scores)
-    _compiled.raise_if_bad(bad, T, state[1])
-    mistakes, updates, _ = _compiled.split_flags(flags)
-    return mistakes, updates, scores.tolist() if record_scores else None
+    _compiled.raise_if_bad(bad, T, state[1], model.X)  # a NaN or infinity in X named first
+    made = mistakes[:int(state[0])].tolist()
+    return made, list(made), scores.tolist() if record_scores else None
