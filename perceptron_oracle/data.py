@@ -83,7 +83,7 @@ def validate(X: Any, y: Any, *, where: str = "data",
             bad_labels = ~np.isfinite(y_arr) | (np.asarray(y_arr, dtype=np.float64)
                                                 != np.round(y_arr))
     else:
-        bad_labels = ~np.isin(y_arr, (-1, 1))
+        bad_labels = (y_arr != 1) & (y_arr != -1)  # np.isin's sort: 10x slower
     if bad_labels.any():
         i = int(np.argmax(bad_labels))
         label = y_arr[i].item()
