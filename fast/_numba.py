@@ -504,19 +504,6 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
 
 
 @jit
-def axpy_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
-             step: float, v: Any) -> None:
-    """v += step x_j in place (CSR: the stored entries, unsigned indices: no wraparound
-    check)."""
-    if sparse:
-        for k in range(indptr[j], indptr[j + 1]):
-            v[np.uintp(indices[k])] += step * data[k]
-    else:
-        for i in range(v.shape[0]):
-            v[i] += step * X[j, i]
-
-
-@jit
 def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                  epochs: int, p: float, v: Any, w: Any, state: Any, mistakes: Any,
                  scores: Any, record: bool) -> int:
@@ -544,7 +531,7 @@ def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
             if label * s <= 0:
                 mistakes[nm] = t
                 nm += 1
-                axpy_row(X, indptr, indices, data, sparse, j, label, v)
+                add_row(X, indptr, indices, data, sparse, j, label, v)
                 pnorm_gradient(v, p, w)
     state[0] = nm
     return -1
@@ -1247,6 +1234,30 @@ def example_score(X: Any, y: Any, t: int, w: Any) -> tuple[Any, float, float]:
 
 
 @jit
+def ho_mistake(t: int, k: int, count: int, x: Any, label: float, v: Any, out: Any, rhos: Any,
+               mode: int, c: float, sparse: bool) -> tuple[int, int, float]:
+    """The k-th mistake (k counted here) at trial t: rho_k (SPEC.md 12.2: mode 0 c/k, 1
+    (1 - c)/(1 + |v.x|) (Theorem 1), 2 the constant c; 0 under the sparse variant when
+    y v.x < 0) from v before the update, the trial and rho recorded, v += y x.  Returns
+    (k, mistakes recorded, rho)."""
+    k += 1
+    vx = np.dot(v, x)
+    if sparse and label * vx < 0:
+        rho = 0.0
+    elif mode == 0:
+        rho = c / k
+    elif mode == 1:
+        rho = (1.0 - c) / (1.0 + abs(vx))
+    else:
+        rho = c
+    out[count] = t
+    rhos[count] = rho
+    for i in range(v.shape[0]):
+        v[i] += label * x[i]
+    return k, count + 1, rho
+
+
+@jit
 def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos, dsymv, dsyr2):  # type: ignore[no-untyped-def]
     """Trials t .. t_end-1 of HO_2 primal (section 12.7.1), stopping after ``limit``
     mistakes.  Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
@@ -1259,21 +1270,7 @@ def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos, 
         if not np.isfinite(s):
             return t, count, 1
         if label * s <= 0.0:
-            k += 1
-            vx = np.dot(v, x)
-            if sparse and label * vx < 0:
-                rho = 0.0
-            elif mode == 0:
-                rho = c / k
-            elif mode == 1:
-                rho = (1.0 - c) / (1.0 + abs(vx))
-            else:
-                rho = c
-            out[count] = t
-            rhos[count] = rho
-            count += 1
-            for i in range(n):
-                v[i] += label * x[i]
+            k, count, rho = ho_mistake(t, k, count, x, label, v, out, rhos, mode, c, sparse)
             if rho != 0.0:
                 scal[0] = 1.0
                 dsymv(uplo.ctypes, ints.ctypes, scal.ctypes, A.ctypes, ints[2:].ctypes,
@@ -1443,21 +1440,7 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
         if not np.isfinite(s):
             return t, count, 1
         if label * s <= 0.0:
-            k += 1
-            vx = np.dot(v, x)
-            if sparse and label * vx < 0:
-                rho = 0.0
-            elif mode == 0:
-                rho = c / k
-            elif mode == 1:
-                rho = (1.0 - c) / (1.0 + abs(vx))
-            else:
-                rho = c
-            out[count] = t
-            rhos[count] = rho
-            count += 1
-            for i in range(n):
-                v[i] += label * x[i]
+            k, count, rho = ho_mistake(t, k, count, x, label, v, out, rhos, mode, c, sparse)
             if rho != 0.0:
                 dgemv(trans.ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                       ints[2:].ctypes, x.ctypes, ints[1:].ctypes, scal[1:].ctypes,
