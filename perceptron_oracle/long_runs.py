@@ -1,0 +1,231 @@
+"""Long runs: every fast form against the exact reference over many trials (10^5 by default).
+
+For every algorithm of the registry, every fast form that takes the run (``forms_for``) and
+every engine a form declares (``numpy`` and ``numba`` for a form with the keyword
+``engine``), one run of the reference and one of the fast form on the same data, compared by
+``compare.compare`` (SPEC.md chapter 4): the form must agree trial for trial, or part only at
+a trial the reference flags fragile.  Kernel forms run with a polynomial and a Gaussian
+kernel; a family with p runs at p = 2 and at one p != 2.
+
+The data keeps the exact reference affordable and the updates coming: a few features,
+instances on the dyadic grid 2^-10 (integers over 8, each coordinate moved by a multiple of
+2^-10 as the golden files' jittered groups are: no exact ties, short sums exact in float64),
+labels from a fixed hyperplane with a share flipped (noise), the examples presented for many
+epochs.  HO at p = 2 and SOP, whose exact references (Fractions) slow down with every
+mistake, run on separable data (their mistakes stop), and once more with noisy labels over
+5,000 trials (about a thousand updates of their running matrices); ROMMA runs on separable
+data too (its float64 state overflows on noisy labels); ROMMA's and PUMMA's references run
+in mpmath at 256 bits.  Each run's size is in ``SETUPS``.
+
+    python -m perceptron_oracle.long_runs                  # 10^5 trials, every form
+    python -m perceptron_oracle.long_runs --trials 2000 --only perceptron,alma
+
+One line per run; exit status 1 when any run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .compare import compare
+from .fast.driver import FloatRangeError
+from .fast.higher_order import numba_available
+from .registry import ALGORITHMS, Algorithm
+from .trace import Trace
+
+#: The default number of trials of each run.
+TRIALS = 100_000
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One run of a family: kernel, parameters, and the data's size (``examples`` presented
+    for trials / examples epochs, ``n`` features, a ``noise`` share of labels flipped;
+    ``trials`` caps the run where the exact state grows with every mistake)."""
+
+    family: str
+    kernel: str = "linear"
+    params: dict[str, Any] = field(default_factory=dict)
+    examples: int = 2000
+    n: int = 3
+    noise: float = 0.1
+    trials: int | None = None   # a cap below --trials (None: --trials)
+
+    @property
+    def label(self) -> str:
+        parts = [self.kernel.split(":")[0]]
+        parts += [f"{k}={v}" for k, v in self.params.items() if k != "numbers"]
+        parts += [self.params["numbers"]] if "numbers" in self.params else []
+        return " ".join(parts)
+
+
+_POLY = "poly:degree=2,coef0=1,gamma=1"
+_RBF = "rbf:gamma=1"
+#: ROMMA's and PUMMA's reference in mpmath at a fixed precision: ``auto`` would take
+#: 64 + 4 bits per trial (``maximum_margin._precision_for``), 400,000 bits at 10^5 trials.
+_MP = {"numbers": "mpmath:256"}
+
+#: Every family's runs (sizes measured to keep the reference affordable: see the module doc).
+SETUPS: tuple[Setup, ...] = (
+    Setup("perceptron", params={"tau": "1/4"}, examples=100),
+    Setup("perceptron", _POLY, examples=100),
+    Setup("perceptron", _RBF, examples=100),
+    Setup("higher_order", examples=200, noise=0.0),
+    Setup("higher_order", examples=100, noise=0.05, trials=5000),
+    Setup("higher_order", _POLY, examples=100, noise=0.0),
+    Setup("higher_order", _RBF, examples=100, noise=0.0),
+    Setup("higher_order", params={"p": 4}, examples=500),
+    Setup("pnorm_perceptron"),
+    Setup("pnorm_perceptron", params={"p": 3}),
+    Setup("second_order", examples=500, noise=0.0),
+    Setup("second_order", examples=1000, noise=0.1, trials=5000),
+    Setup("second_order", _POLY, examples=100, noise=0.0),
+    Setup("second_order", _RBF, examples=100, noise=0.0),
+    Setup("romma", params=_MP, examples=500, noise=0.0),
+    Setup("romma", _POLY, params=_MP, examples=100, noise=0.0),
+    Setup("romma", _RBF, params=_MP, examples=100, noise=0.0),
+    Setup("pumma", params={"C": 1} | _MP, examples=500, noise=0.02),
+    Setup("pumma", _POLY, params={"C": 1} | _MP, examples=100),
+    Setup("pumma", _RBF, params={"C": 1} | _MP, examples=100),
+    Setup("pumma", params={"p": 4} | _MP, examples=200, noise=0.0),
+    Setup("alma"),
+    Setup("alma", _POLY, examples=50),
+    Setup("alma", _RBF, examples=50),
+    Setup("alma", params={"p": 4}),
+)
+
+
+def grid_data(T: int, n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """T instances on the grid 2^-10 in [-0.51, 0.51]^n (integers -4..4 over 8, moved by
+    -8..8 times 2^-10), labelled by a fixed hyperplane, a ``noise`` share flipped."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(-4, 5, size=(T, n)) / 8 + rng.integers(-8, 9, size=(T, n)) / 1024
+    u = rng.integers(-3, 4, size=n) + 0.5
+    y = np.where(X @ u > 0, 1, -1)
+    return X, np.where(rng.random(T) < noise, -y, y)
+
+
+def stop_excused(expected: Trace, stop: FloatRangeError) -> bool:
+    """A fast form that stopped with ``FloatRangeError`` (its float64 state left the range)
+    is accepted only at or after a trial the reference flags fragile: it may have parted
+    from the exact path there (SPEC.md chapter 3, "Beyond float64's range")."""
+    return stop.trial is not None and any(t <= stop.trial for t in expected.fragile or ())
+
+
+@dataclass
+class Outcome:
+    """One fast run against its reference: ``ok`` and the line's verdict."""
+
+    ok: bool
+    verdict: str
+    mistakes: int | None = None
+
+
+def judge(expected: Trace, run_fast: Any, X: Any) -> Outcome:
+    """Run ``run_fast()`` and compare its trace with ``expected`` (chapter 4)."""
+    try:
+        actual = run_fast()
+    except FloatRangeError as stop:
+        if stop_excused(expected, stop):
+            return Outcome(True, f"stopped (float64 range) at trial {stop.trial}, after a "
+                                 "flagged trial")
+        return Outcome(False, f"FAILED: FloatRangeError at trial {stop.trial}, no flagged "
+                              "trial before it")
+    except Exception as exc:  # noqa: BLE001 - a form that breaks fails on its line
+        return Outcome(False, f"FAILED: {type(exc).__name__}: {exc}")
+    result = compare(expected, actual, X)
+    mistakes = len(actual.mistakes)
+    if not result.ok:
+        return Outcome(False, f"FAILED at trial {result.first_divergence}: "
+                              f"{result.describe()}", mistakes)
+    if result.excused:
+        return Outcome(True, f"parted at flagged trial {result.first_divergence}", mistakes)
+    return Outcome(True, "agreed", mistakes)
+
+
+def engines(algo: Algorithm, form: str) -> tuple[str | None, ...]:
+    """The engines to run a form with: numpy and numba where it takes ``engine``."""
+    return ("numpy", "numba") if algo.form(form).engine else (None,)
+
+
+def run_setup(setup: Setup, trials: int, seed: int, forms: Sequence[str] | None,
+              out: Any) -> bool:
+    """Every form of ``setup``'s family that takes it, against one reference run; prints one
+    line per (form, engine) and returns whether all passed."""
+    algo = ALGORITHMS[setup.family]
+    trials = min(trials, setup.trials or trials)
+    T = max(1, min(setup.examples, trials))
+    epochs = max(1, trials // T)
+    X, y = grid_data(T, setup.n, setup.noise, seed)
+    todo = [f for f in algo.forms_for(setup.kernel, setup.params)
+            if forms is None or f in forms]
+    if not todo:
+        return True
+    head = f"{setup.family:<16} {setup.label:<22}"
+    start = time.perf_counter()
+    try:
+        expected = algo.implementation("reference")(
+            X, y, epochs=epochs, kernel=setup.kernel, record_scores=True, **setup.params)
+    except Exception as exc:  # noqa: BLE001 - reported on its line, never a traceback
+        print(f"{head} reference: FAILED to run: {type(exc).__name__}: {exc}", file=out,
+              flush=True)
+        return False
+    ref_s = time.perf_counter() - start
+    ok = True
+    for form in todo:
+        for engine in engines(algo, form):
+            extra = {} if engine is None else {"engine": engine}
+            tag = f"{form:<8} {engine or '-':<5}"
+            if engine == "numba" and not numba_available():
+                print(f"{head} {tag} not run: numba is not installed", file=out, flush=True)
+                continue
+            start = time.perf_counter()
+            outcome = judge(expected, functools.partial(
+                algo.implementation("fast", form), X, y, epochs=epochs,
+                kernel=setup.kernel, **setup.params, **extra), X)
+            fast_s = time.perf_counter() - start
+            ok &= outcome.ok
+            print(f"{head} {tag} {T * epochs:>7} trials {len(expected.mistakes):>6} mistakes"
+                  f" {len(expected.fragile or ()):>6} flagged  ref {ref_s:8.1f} s  fast "
+                  f"{fast_s:6.2f} s  {outcome.verdict}", file=out, flush=True)
+    return ok
+
+
+def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(
+        prog="python -m perceptron_oracle.long_runs",
+        description="every fast form against the exact reference over long runs")
+    parser.add_argument("--trials", type=int, default=TRIALS,
+                        help=f"trials per run (default {TRIALS})")
+    parser.add_argument("--only", default=None, help="FAMILY[,FAMILY..] (default: all)")
+    parser.add_argument("--forms", default=None, help="FORM[,FORM..] (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the data's seed (default 0)")
+    args = parser.parse_args(argv)
+    if args.trials < 1:
+        parser.error("--trials must be at least 1")
+    families = args.only.split(",") if args.only else list(ALGORITHMS)
+    unknown = [f for f in families if f not in ALGORITHMS]
+    if unknown:
+        parser.error(f"unknown family {', '.join(unknown)} (known: {', '.join(ALGORITHMS)})")
+    forms = args.forms.split(",") if args.forms else None
+    start = time.perf_counter()
+    ok = True
+    for setup in SETUPS:
+        if setup.family in families:
+            ok &= run_setup(setup, args.trials, args.seed, forms, out)
+    print(f"total {time.perf_counter() - start:.1f} s; "
+          f"{'every run passed' if ok else 'FAILED'}", file=out, flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
