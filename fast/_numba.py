@@ -236,19 +236,46 @@ def finish_hypotheses(w: Any, tally: Any, votes: int, record: int) -> None:
 
 
 @jit
+def catch_up(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any, eta: float,
+             history: Any, count: int, votes: int, longest: int, tally: Any) -> None:
+    """The tally ``fold_and_add`` would hold after the first ``count`` updates, from their
+    history (example, votes cast before it) in one pass over their rows: the averaged w_i
+    sums (votes - votes before update u) eta y x_i over the updates u, folded up to
+    ``votes``; the longest survivor h_longest's w sums the updates before it (saved), or is
+    left to be saved from w when h_longest is the hypothesis in force (longest = count)."""
+    for u in range(count):
+        j = history[u, 0]
+        share = (votes - history[u, 1]) * (eta * y[j])
+        step = eta * y[j] if u < longest else 0.0
+        lo = np.uintp(indptr[j]) if sparse else np.uintp(0)
+        stop = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(tally.shape[0])
+        row = X[0] if sparse else X[j]
+        for k in range(stop):
+            i, x = (np.uintp(indices[lo + k]), data[lo + k]) if sparse else (k, row[k])
+            tally[i, 0] += share * x
+            tally[i, 3] += step * x
+    mark = float(longest) if longest < count else -1.0
+    for i in range(tally.shape[0]):
+        tally[i, 1] = votes
+        tally[i, 2] = mark
+
+
+@jit
 def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                       epochs: int, eta: float, C: float, tau: float, lam_terms: Any,
                       use_lam: bool, bound: int, w: Any, alpha: Any, state: Any, flags: Any,
-                      scores: Any, record: bool, tally: Any) -> int:
+                      scores: Any, record: bool, tally: Any, history: Any,
+                      fold_from: int) -> int:
     """state = [b, bad score, total votes, longest survivor's index]; returns the first
-    trial with a non-finite score, or -1.  Beside w, the longest survivor's w (the first
-    hypothesis with the most votes) and the averaged w are built as the run goes
-    (``fold_and_add``): a trial votes unless it updates or the alpha-bound blocks it."""
+    trial with a non-finite score, or -1.  The longest survivor's w (the first hypothesis
+    with the most votes) and the averaged w (a trial votes unless it updates or is blocked)
+    come from the update history (``catch_up``) until ``fold_from`` updates at one trial in
+    8 or more, then are built as the run goes (``fold_and_add``; ``_compiled.FOLD_FROM``)."""
     T = y.shape[0]
     b = state[0]
     etaC = eta * C
     t = -1
-    votes, last, blocked, most, longest, k = 0, -1, 0, -1, -1, 0
+    votes, last, blocked, most, longest, k, folding = 0, -1, 0, -1, -1, 0, False
     for _ in range(epochs):
         for j in range(T):
             t += 1
@@ -270,8 +297,16 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
             if f & UPDATE:
                 if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far?
                     most, longest = t - last - 1 - blocked, k
-                fold_and_add(X, indptr, indices, data, sparse, j, eta * label, w, tally, votes,
-                             longest)
+                history[k, 0], history[k, 1] = j, votes
+                if not folding and k >= fold_from and 8 * k >= t:
+                    catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes,
+                             longest, tally)
+                    folding = True
+                if folding:
+                    fold_and_add(X, indptr, indices, data, sparse, j, eta * label, w, tally,
+                                 votes, longest)
+                else:
+                    add_row(X, indptr, indices, data, sparse, j, eta * label, w)
                 alpha[j] += 1
                 b += etaC * label
                 last, blocked, k = t, 0, k + 1
@@ -280,8 +315,9 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
             else:
                 votes += 1
             flags[t] = f
-    if t - last - blocked > most:
-        longest = k
+    longest = k if t - last - blocked > most else longest
+    if not folding:
+        catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes, longest, tally)
     finish_hypotheses(w, tally, votes, longest)
     state[0], state[2], state[3] = b, votes, longest
     return -1

@@ -400,7 +400,8 @@ class PerceptronOvR:
             dense, indptr, indices, data, sparse, Y[:, 0], epochs, self.eta, self.C,
             self.tau, lam_terms[:, 0] if use_lam else np.zeros(1), use_lam, bound,
             self.W[0], column, binary, flags[0],
-            np.zeros(1), False, _compiled.hypothesis_tally(self.W.shape[1]))
+            np.zeros(1), False, _compiled.hypothesis_tally(self.W.shape[1]),
+            _compiled.update_history(epochs * T), _compiled.FOLD_FROM)
         self.b[0] = binary[0]
         state[0] = binary[1]
         updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T

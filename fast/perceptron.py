@@ -244,7 +244,8 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
     bad = int(_compiled.kernels().perceptron_primal(
         dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
-        scores, record_scores, tally))
+        scores, record_scores, tally, _compiled.update_history(epochs * model.y.shape[0]),
+        _compiled.FOLD_FROM))
     model.built = _BuiltWeights(int(state[3]), tally[:, 3], int(state[2]), tally[:, 0])
     return bad
 

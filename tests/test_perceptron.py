@@ -4,6 +4,7 @@ that each invariant must catch."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from fractions import Fraction
 
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from perceptron_oracle import run
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable as make_separable
+from perceptron_oracle.fast import _compiled as compiled
 from perceptron_oracle.fast._compiled import available as compiled_available
 from perceptron_oracle.properties import perceptron as inv
 from perceptron_oracle.properties.strategies import (
@@ -277,12 +279,23 @@ def _bounded_cases(draw):
     return X, y, draw(st.integers(1, 5)), params, X_test
 
 
+@contextlib.contextmanager
+def _folding_from(updates):
+    """The compiled primal's switch to building the hypotheses in the loop, moved."""
+    saved = compiled.FOLD_FROM
+    compiled.FOLD_FROM = saved if updates is None else updates
+    try:
+        yield
+    finally:
+        compiled.FOLD_FROM = saved
+
+
 @given(case=_bounded_cases())
 def test_hypotheses_follow_figure2(case):
     """votes, longest survivor, averaged and last hypothesis in the reference and both fast
-    forms (the primal's compiled loop, which builds them during the run, on dense and CSR
-    rows, and its numpy engine); the reference's predictions (last, longest survivor, voted)
-    on held-out points."""
+    forms (the primal's compiled loop, which builds them from its update history or during
+    the run, switching at several points, on dense and CSR rows, and its numpy engine); the
+    reference's predictions (last, longest survivor, voted) on held-out points."""
     X, y, epochs, params, X_test = case
     fig = figure2(X, y, epochs, **params)
     expected = reference(X, y, epochs=epochs, **params)
@@ -292,8 +305,10 @@ def test_hypotheses_follow_figure2(case):
                                ("primal", X, "numpy"), ("dual", X, "auto")):
         if engine == "numba" and not compiled_available():
             continue  # the compiled loops are an extra; the numpy engine runs either way
-        _check_against_figure2(run("perceptron", data, y, impl="fast", form=form,
-                                   epochs=epochs, engine=engine, **params), fig)
+        for fold_from in ((0, 2, compiled.FOLD_FROM) if engine == "numba" else (None,)):
+            with _folding_from(fold_from):  # in the loop from the start, a switch, at the end
+                _check_against_figure2(run("perceptron", data, y, impl="fast", form=form,
+                                           epochs=epochs, engine=engine, **params), fig)
     for mode in ("last", "longest_survivor", "voted"):
         assert predict(expected, X, y, X_test, mode) == [figure2_predict(fig, x, mode)
                                                          for x in X_test.tolist()], mode
