@@ -297,7 +297,6 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
             if f & UPDATE:
                 if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far?
                     most, longest = t - last - 1 - blocked, k
-                history[k, 0], history[k, 1] = j, votes
                 if not folding and k >= fold_from and 8 * k >= t:
                     catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes,
                              longest, tally)
@@ -306,6 +305,7 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                     fold_and_add(X, indptr, indices, data, sparse, j, eta * label, w, tally,
                                  votes, longest)
                 else:
+                    history[k, 0], history[k, 1] = j, votes
                     add_row(X, indptr, indices, data, sparse, j, eta * label, w)
                 alpha[j] += 1
                 b += etaC * label
