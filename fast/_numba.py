@@ -113,15 +113,6 @@ def kernel_value(kind: int, degree: int, gamma: float, coef0: float, dot: float,
 
 
 @jit(inline=True)
-def row_score(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
-              w: Any) -> float:
-    """Row j of X (dense: BLAS ``ddot``; CSR: the gather) against w."""
-    if sparse:
-        return sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
-    return np.dot(X[j], w)
-
-
-@jit(inline=True)
 def add_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
             step: float, w: Any) -> None:
     """w += step X[j], in place."""
@@ -135,23 +126,15 @@ def add_row(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
 
 
 @jit
-def weighted_rows(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, rows: Any,
-                  coef: Any, out: Any) -> None:
-    """out[:, c] += sum_r coef[r, c] X[rows[r]] for every column c of coef (out: n x m, in
-    place), reading each selected row of X once and copying none."""
+def weighted_rows(X: Any, rows: Any, coef: Any, out: Any) -> None:
+    """out[:, c] += sum_r coef[r, c] X[rows[r]] for every column c of coef (dense X; out:
+    n x m, in place), reading each selected row of X once and copying none."""
     m = coef.shape[1]
     for r in range(rows.shape[0]):
-        j = rows[r]
-        if sparse:
-            for k in range(indptr[j], indptr[j + 1]):
-                col, v = indices[k], data[k]
-                for c in range(m):
-                    out[col, c] += coef[r, c] * v
-        else:
-            row = X[j]
-            for i in range(row.shape[0]):
-                for c in range(m):
-                    out[i, c] += coef[r, c] * row[i]
+        row = X[rows[r]]
+        for i in range(row.shape[0]):
+            for c in range(m):
+                out[i, c] += coef[r, c] * row[i]
 
 
 @jit(inline=True)

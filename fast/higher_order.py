@@ -272,42 +272,29 @@ _MODES = {"c/k": 0, "theorem1": 1, "constant": 2}
 _OUT = 4096   # mistakes per compiled call (the buffer the loop records them in)
 
 
-def _compiled_primal_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]:
-    """The compiled loop on a model's A (primal representation), v, w, k and rho rule."""
+def _compiled_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]:
+    """The compiled loop on a model's explicit matrix: A (the primal representation,
+    ``ho_primal``) or, on an implicit model at p != 2, B_k (``ho_explicit_b``); with the
+    model's v, w, k and rho rule."""
+    explicit_b = getattr(model, "B", None) is not None
+    n = model.X.shape[1]
     if not hasattr(model, "_buffers"):
         model._buffers = (np.ascontiguousarray(model.X, dtype=np.float64),
                           np.ascontiguousarray(model.y, dtype=np.float64),
                           np.zeros(_OUT, dtype=np.int64), np.zeros(_OUT),
-                          np.zeros(model.A.shape[0]))
-        model.v, model.w = np.array(model.v), np.array(model.w)
-    X, y, out, rhos, scratch = model._buffers
-    ptr = blas_pointers()
-    t, count, bad = compiled().ho_primal(
-        X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
-        model.rule.sparse, model.A, model.v, model.w, scratch, out, rhos, ptr["dsymv"],
-        ptr["dsyr2"])
-    made = rhos[:count]
-    model.k += count
-    model.rhos.extend(made.tolist())
-    model.d_updates += int(np.count_nonzero(made))
-    return t, out[:count].copy(), bool(bad)
-
-
-def _compiled_explicit_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]:
-    """The compiled loop on an implicit model's explicit B_k (p != 2), its v, w, k and rho
-    rule."""
-    if not hasattr(model, "_buffers"):
-        model._buffers = (np.ascontiguousarray(model.X, dtype=np.float64),
-                          np.ascontiguousarray(model.y, dtype=np.float64),
-                          np.zeros(_OUT, dtype=np.int64), np.zeros(_OUT),
-                          np.zeros((5, model.B.shape[0])))
+                          np.zeros((5, n)) if explicit_b else np.zeros(n))
         model.v, model.w = np.array(model.v), np.array(model.w)
     X, y, out, rhos, work = model._buffers
     ptr = blas_pointers()
-    t, count, bad = compiled().ho_explicit_b(
-        X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
-        model.rule.sparse, model.p, model.B, model.v, model.w, work, out, rhos,
-        ptr["dgemv"], ptr["dger"])
+    head = (X, y, t, end, _OUT, model.k, _MODES[model.rule.mode], model.rule.c,
+            model.rule.sparse)
+    if explicit_b:
+        t, count, bad = compiled().ho_explicit_b(
+            *head, model.p, model.B, model.v, model.w, work, out, rhos, ptr["dgemv"],
+            ptr["dger"])
+    else:
+        t, count, bad = compiled().ho_primal(
+            *head, model.A, model.v, model.w, work, out, rhos, ptr["dsymv"], ptr["dsyr2"])
     made = rhos[:count]
     model.k += count
     model.rhos.extend(made.tolist())
@@ -340,7 +327,7 @@ class _Primal(_Model):
         self.w = blas.dsymv(1.0, self.A, self.v)
 
     def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
-        return _compiled_primal_step(self, t, end)
+        return _compiled_step(self, t, end)
 
     def matrix(self) -> np.ndarray:
         """A_k as a full symmetric matrix (the run keeps its upper triangle only)."""
@@ -695,10 +682,10 @@ class _Implicit(_Model):
                 self.to_explicit()
             if self.B is None:
                 return self.implicit_step(t, end)
-            return _compiled_explicit_step(self, t, end)
+            return _compiled_step(self, t, end)
         if self.A is None:
             self.to_primal()
-        return _compiled_primal_step(self, t, end)
+        return _compiled_step(self, t, end)
 
     def implicit_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
         """The trials from t on as the driver takes them (blocks X[block] @ w, doubling from

@@ -342,15 +342,14 @@ def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model
 def _weights(X: Any, y: np.ndarray, eta: float, alphas: list[np.ndarray],
              compiled: bool = False) -> list[np.ndarray]:
     """w = eta X^T (alpha y) for each alpha, by one pass over the union of their support
-    rows (compiled: each row read once in place; numpy: the rows selected, i.e. copied, once
-    for all of them), which is most of the cost of the final statistics at high update
-    rates."""
+    rows (compiled, dense X: each row read once in place; else the rows selected, i.e.
+    copied, once for all of them), which is most of the cost of the final statistics at
+    high update rates."""
     rows = np.flatnonzero(np.logical_or.reduce([a != 0 for a in alphas]))
     coef = np.column_stack([(a[rows] * y[rows]).astype(np.float64) for a in alphas])
-    if compiled:
+    if compiled and not sp.issparse(X):
         W = np.zeros((X.shape[1], len(alphas)))
-        _compiled.kernels().weighted_rows(*_compiled.csr_parts(X)[:4], sp.issparse(X),
-                                          rows, coef, W)
+        _compiled.kernels().weighted_rows(X, rows, coef, W)
         W *= eta
     else:
         W = eta * np.asarray(X[rows].T @ coef)

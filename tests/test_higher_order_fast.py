@@ -392,8 +392,8 @@ def test_compiled_p4_makes_the_numpy_engines_and_the_references_mistakes(monkeyp
     X, y = _noisy(200, 12, 14, noise=0.1)
     X = normalize(X, 4)
     calls = []
-    step = ho._compiled_explicit_step
-    monkeypatch.setattr(ho, "_compiled_explicit_step",
+    step = ho._compiled_step
+    monkeypatch.setattr(ho, "_compiled_step",
                         lambda model, t, end: calls.append(t) or step(model, t, end))
     trace, model = ho.run_model("implicit", X, y, epochs=2, p=4, engine="numba")
     numpy = ho.implicit(X, y, epochs=2, p=4, engine="numpy")
@@ -439,8 +439,8 @@ def test_compiled_p4_reports_a_score_out_of_range_at_its_trial(monkeypatch):
     X = normalize(X, 4) * np.sqrt(40.0)
     monkeypatch.setattr(ho._Implicit, "_all_contracting", lambda self: True)
     returns = []
-    step = ho._compiled_explicit_step
-    monkeypatch.setattr(ho, "_compiled_explicit_step",
+    step = ho._compiled_step
+    monkeypatch.setattr(ho, "_compiled_step",
                         lambda model, t, end: returns.append(step(model, t, end))
                         or returns[-1])
     stops = []
