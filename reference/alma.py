@@ -33,6 +33,9 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+import scipy.linalg
+
 from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
@@ -128,6 +131,18 @@ def linear_score(w: list[Any], xhat: list[Any]) -> Any:
     return sum((a * b for a, b in zip(w, xhat) if a and b), 0 * w[0] if w else 0)
 
 
+def plus_ball(Q: np.ndarray, r: float) -> np.ndarray:
+    """An ellipsoid holding E(Q) + B(r), E(Q) = {e : (a.e)^2 <= a^T Q a for all a}:
+    (1 + 1/c) Q + (1 + c) r^2 I with c = s / r, s = sqrt(tr Q / n), the c minimising the
+    trace (a ball of radius D plus B(r) gives the ball of radius D + r)."""
+    if r <= 0:
+        return Q
+    s = math.sqrt(max(float(np.trace(Q)), 0.0) / Q.shape[0])
+    if s == 0:
+        return r * r * np.eye(Q.shape[0])
+    return (1 + r / s) * Q + (r * r + r * s) * np.eye(Q.shape[0])
+
+
 # -- the run --------------------------------------------------------------------------------
 def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
          alpha: Any = Fraction(1, 10), B: Any = None, C: Any = None,
@@ -180,9 +195,27 @@ class _Run:
         self.lost = False
         self.D = 0.0        # ||th_float - th||_2 (in the kernel's feature space for the dual)
         self.E = 0.0        # a dual form's drift of its ||w||^2 recurrence
+        self.R = 0.0        # |lambda - 1|: th_float = lambda z with ||z - th||_2 <= D
         self.rho = 0.0      # the dual form's coefficient-wise relative error
         self.asum = 0.0     # sum_i |alpha_i| (each alpha_i is a sum of same-signed terms)
         self.K = 0
+
+    def state_error(self) -> float:
+        """A bound on |th_float . v - th . v| / ||v||_2 for ||th||_2 <= 1 (SPEC 15.5): the
+        shadow's distance D plus the scale error R of th_float = lambda z."""
+        return self.D + self.R * (1 + self.D)
+
+    def may_project(self, norm: float, D1: float, E1: float) -> bool:
+        """Whether the exact run (||th'||_2 = ``norm``) or a float form may project at this
+        correction: a float form divides when the squared norm it holds, within E1 of
+        ||th_float'||^2 <= ((1 + R)(||th'|| + D1))^2, exceeds 1 (SPEC 15.5)."""
+        return (1 + self.R) ** 2 * (norm + D1) ** 2 + E1 > 1
+
+    def scale_error(self, E1: float) -> float:
+        """R after a correction: a form that divides by sqrt of a squared norm off by at
+        most E1 from its vector's leaves lambda within max(R, E1/2 + E1^2) of 1 (SPEC 15.5),
+        plus the square root's and the division's roundings."""
+        return max(self.R, E1 / 2 + E1 * E1) + 3 * u
 
     def threshold(self) -> tuple[Any, float]:
         thr = margin_threshold(self.k, self.p, self.alpha, self.B, self.ctx)
@@ -204,6 +237,8 @@ class _Primal(_Run):
         self.theta = [ctx.mpf(0)] * self.n
         self.w = [ctx.mpf(0)] * self.n
         self.size = [0.0] * self.n           # magnitude of each th_i's terms (dual form)
+        self.support: set[int] = set()       # the dual form's support (rows corrected on)
+        self.Q = np.zeros((self.n, self.n))  # p > 2: the error ellipsoid (SPEC 15.5)
         self.xhat_cache: dict[int, list[Any]] = {}
         self.m = int(math.ceil((float(self.p) + 2) * (self.n + 8))) + 8
 
@@ -230,7 +265,7 @@ class _Primal(_Run):
         if self.K:
             xa = [abs(float(v)) for v in xh]
             x2 = math.sqrt(sum(b * b for b in xa))
-            err = self._rounding(xa) + 2 * self.lipschitz_w() * self.D * x2
+            err = self._rounding(xa) + 2 * self.lipschitz_w() * self.state_error() * x2
             if not err and score:
                 err = score_error_bound(self.m, SMALLEST_SUBNORMAL)
         own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0)))
@@ -244,12 +279,11 @@ class _Primal(_Run):
         out = score_error_bound(self.m, magnitude_float(mag_w) if mag_w else 0.0)
         if self.p == 2:
             mag_a = sum(s * b for s, b in zip(self.size, xa))
-            out += score_error_bound(self.m + self.K, mag_a)
+            out += score_error_bound(self.m + len(self.support), mag_a)
         return out
 
     def update(self, j: int, score: Any) -> None:
         ctx, p = self.ctx, self.p
-        label = self.labels[j]
         xh = self.xhat(j)
         eta = learning_rate(self.k, p, self.C, ctx)
         eta_f = float(eta)
@@ -257,33 +291,64 @@ class _Primal(_Run):
         x2 = math.sqrt(sum(b * b for b in xa))
         th2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
         rs = self._rounding(xa) if self.K else 0.0
-        prime = [t + eta * label * v for t, v in zip(self.theta, xh)]
-        D1 = self.D + (self.n + 26) * u * eta_f * x2 + u * (th2 + eta_f * x2)
-        if p == 2:   # the dual form: coefficient roundings, and its ||w||^2 recurrence
-            D1 += 2 * u * (self.asum + eta_f)
-            E1 = (self.E + 2 * eta_f * rs
-                  + 8 * u * (th2 ** 2 + 2 * eta_f * abs(float(score)) + eta_f ** 2)
-                  + (self.n + 8) * u * eta_f ** 2)
+        prime = [t + eta * self.labels[j] * v for t, v in zip(self.theta, xh)]
+        added = (self.n + 26) * u * eta_f * x2 + u * (th2 + eta_f * x2)   # x^'s, eta's
         self.theta, N = project(prime, p, ctx)
         Nf = float(N)
         new2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
-        if p == 2 or Nf <= 1:
-            L = 1.0
-        else:
-            pf = float(p)
-            g = [abs(float(t)) ** (pf - 1) for t in self.theta]   # grad ||.||_p at th'/N
-            L = max(1.0, new2 * math.sqrt(sum(v * v for v in g)) / Nf)
-        self.D = L * D1 + float(p) * D1 * D1 + (self.n + 10) * u * new2
         if p == 2:
-            self.D += E1 / 2 + 2 * u
-            self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+            self._carry_euclidean(prime, Nf, new2, added, eta_f, x2, th2, rs, score)
+        else:
+            self._carry_ellipsoid(prime, Nf, added, new2)
         self.size = [(s + eta_f * b) / Nf for s, b in zip(self.size, xa)]
         self.asum = (self.asum + eta_f) / Nf
         self.w = link_inverse(self.theta, p, ctx)
+        self.support.add(j)
         self.k += 1
         self.K += 1
-        if not (self.D <= LOST * max(new2, 1e-300)):
+        if not (self.state_error() <= LOST * max(new2, 1e-300)):
             self.lost = True
+
+    def _carry_euclidean(self, prime: list[Any], Nf: float, new2: float, added: float,
+                         eta_f: float, x2: float, th2: float, rs: float, score: Any) -> None:
+        """p = 2 (SPEC 15.5): th_float = lambda z with ||z - th||_2 <= D; the projection onto
+        the ball is 1-Lipschitz, so D adds this correction's roundings and the step's share
+        of the scale error; R follows the squared norm each form divides by (the dual's
+        recurrence, drift E; the primal's sum of squares)."""
+        D1 = self.D + added + self.R / (1 - self.R) * eta_f * x2 + 2 * u * (self.asum + eta_f)
+        E1 = (self.E + 2 * eta_f * rs
+              + 8 * u * (th2 ** 2 + 2 * eta_f * abs(float(score)) + eta_f ** 2)
+              + (self.n + 8) * u * (th2 + eta_f * x2) ** 2)
+        self.D = D1 + 2 * D1 * D1 + (self.n + 10) * u * new2 + 2 * u
+        if self.may_project(math.sqrt(sum(float(t) ** 2 for t in prime)), D1, E1):
+            self.R = self.scale_error(E1)
+        self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+
+    def _carry_ellipsoid(self, prime: list[Any], Nf: float, added: float,
+                         new2: float) -> None:
+        """p > 2 (SPEC 15.5, a stated rule): the error th_float - th lies in the ellipsoid
+        {e : (a.e)^2 <= a^T Q a for all a}; a correction adds a ball for its roundings, the
+        projection maps Q by its Jacobian J = (I - th^ g^T)/N (radial errors vanish, and
+        successive, nearly equal oblique projectors do not multiply their norms), then a
+        ball for the division and the second-order term p D1^2; D = sqrt(lambda_max(Q))."""
+        pf, D1 = float(self.p), self.D + added
+        Q = plus_ball(self.Q, added)
+        normp = sum(abs(float(t)) ** pf for t in prime) ** (1 / pf)   # ||th'||_p, to ~n u
+        near = D1 + 4 * (self.n + 8) * u * normp        # |N_float - N| at most
+        if abs(normp - 1) > near:                       # both runs project, or neither
+            if Nf > 1:
+                hat = np.array([float(t) for t in self.theta])      # th'/N
+                g = np.sign(hat) * np.abs(hat) ** (pf - 1)          # grad ||.||_p at th^
+                Qg = Q @ g                                          # J Q J^T, J = (I - th^ g^T)/N
+                Q = (Q - np.outer(hat, Qg) - np.outer(Qg, hat)
+                     + float(g @ Qg) * np.outer(hat, hat)) / (Nf * Nf)
+            Q = plus_ball(Q, pf * D1 * D1 + (self.n + 10) * u * new2)
+        else:   # either may project or not: v / ||v||_p is within (N - 1) ||v||_2 of v
+            v2 = math.sqrt(sum(float(t) ** 2 for t in prime))
+            Q = plus_ball(Q, 2 * (v2 + D1) * near + (self.n + 10) * u * new2)
+        self.Q = Q
+        top = scipy.linalg.eigvalsh(Q, subset_by_index=[self.n - 1, self.n - 1])[0]
+        self.D = math.sqrt(max(float(top), 0.0))
 
     def final(self) -> dict[str, Any]:
         return {"w": list(self.w), "k": self.k}
@@ -295,9 +360,9 @@ class _Primal(_Run):
         out = []
         for wi, s in zip(self.w, self.size):
             b = score_error_bound(self.m, magnitude_float(abs(float(wi))) if wi else 0.0)
-            b += 2 * L * self.D
+            b += 2 * L * self.D + 2 * self.R * (abs(float(wi)) + self.D)
             if self.p == 2:   # the dual form reads w = sum_i alpha_i x^_i off at the end
-                b += score_error_bound(self.m + self.K, s)
+                b += score_error_bound(self.m + len(self.support), s)
             out.append(b)
         return {"final.w": out}
 
@@ -332,7 +397,7 @@ class _Dual(_Run):
         score = sum((a * self.khat(i, j) for i, a in self.alpha_c.items()), ctx.mpf(0))
         err = 0.0
         if self.K:
-            err = self._rounding(j, score) + (2 * self.D if self.knorm(j) else 0.0)
+            err = self._rounding(j, score) + (2 * self.state_error() if self.knorm(j) else 0.0)
         own = self.own_error(sum((abs(a * self.khat(i, j)) for i, a in self.alpha_c.items()),
                                  ctx.mpf(0)))
         thr, thr_err = self.threshold()
@@ -359,18 +424,19 @@ class _Dual(_Run):
         if N > 1:
             self.alpha_c = {i: a / N for i, a in self.alpha_c.items()}
         self.ww = ww_prime / (N * N)
-        D1 = self.D + 20 * u * eta_f + 2 * u * self.asum
+        D1 = self.D + 20 * u * eta_f + 2 * u * self.asum + self.R / (1 - self.R) * eta_f * has
         E1 = (self.E + 2 * eta_f * rs + self.m * u * eta_f ** 2
               + 8 * u * (float(self.ww) * Nf ** 2 + 2 * eta_f * abs(float(score))))
-        self.D = D1 + E1 / 2 + 2 * u
-        if float(ww_prime) > 1 - 2 * (D1 + E1):   # a float form may project here
-            self.rho += (D1 + E1 / 2) / max(Nf, 1.0) + 3 * u
+        self.D = D1 + 2 * u
+        if self.may_project(math.sqrt(max(float(ww_prime), 0.0)), D1, E1):
+            self.rho += D1 / max(Nf, 1.0) + 3 * u
+            self.R = self.scale_error(E1)
         self.rho += 20 * u
         self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
         self.asum = (self.asum + eta_f * has) / Nf
         self.k += 1
         self.K += 1
-        if not (self.D <= LOST):
+        if not (self.state_error() <= LOST):
             self.lost = True
 
     def final(self) -> dict[str, Any]:
@@ -384,7 +450,8 @@ class _Dual(_Run):
         out = []
         for i in range(T):
             a = abs(float(self.alpha_c.get(i, 0)))
-            out.append(2 * (self.rho + 8 * u) * a + (SMALLEST_SUBNORMAL if a else 0.0))
+            out.append(2 * (self.rho + 2 * self.R + 8 * u) * a
+                       + (SMALLEST_SUBNORMAL if a else 0.0))
         return {"final.alpha": out}
 
 
