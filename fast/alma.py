@@ -31,7 +31,7 @@ from ..kernels import parse_kernel
 from ..reference.alma import PARAMS
 from ..reference.common import check_epochs
 from ..trace import Trace
-from .driver import run_blocks
+from .driver import finite_final, run_blocks
 
 
 def pnorm(v: np.ndarray, p: float) -> float:
@@ -195,7 +195,9 @@ def _trace(form: str, kern: Any, params: dict[str, Any], y: np.ndarray, epochs: 
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="alma", form=form, kernel=kern.spec, params=params,
                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                 updates=result.updates, final=model.final(), scores=result.scores)
+                 updates=result.updates,
+                 final=finite_final(model.final(), result.updates, y.shape[0]),
+                 scores=result.scores)
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,

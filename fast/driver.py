@@ -43,6 +43,42 @@ def float_range_error(trial: int, example: int, score: float) -> FloatRangeError
         "instances (--normalize 2, or preprocessing.normalize)", trial)
 
 
+def finite_final(final: dict[str, Any], updates: list[int], n_examples: int) -> dict[str, Any]:
+    """``final`` itself when every number in it is finite; else the run stops as at a score
+    that is not finite (an update overflowed after the last score that could show it, as on
+    the last trial): FloatRangeError at the last update, by which the state had overflowed."""
+    bad = _non_finite(final)
+    if bad is None:
+        return final
+    t = updates[-1] if updates else 0
+    raise FloatRangeError(
+        f"trial {t} (example {t % max(n_examples, 1)}): the float64 state overflowed by then "
+        f"(its final state holds {bad}); the data's scale is beyond float64 for this "
+        "algorithm: normalise the instances (--normalize 2, or preprocessing.normalize)", t)
+
+
+def _non_finite(value: Any) -> float | None:
+    """The first float in ``value`` (nested dicts and lists) that is not finite, or None.  A
+    list of numbers is summed first (a NaN or an infinity makes the sum one): a trace's
+    lists hold up to T numbers, and the item by item look runs only after such a sum."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return _first(map(_non_finite, value.values()))
+    if not isinstance(value, list) or value and type(value[0]) is int:
+        return None   # ints (counts, indices) are finite; lists are built by tolist()
+    try:
+        if math.isfinite(sum(value, 0.0)):
+            return None
+    except (TypeError, OverflowError):
+        pass   # None, nested values, or ints beyond float64: item by item
+    return _first(map(_non_finite, value))
+
+
+def _first(found: Iterator[float | None]) -> float | None:
+    return next((bad for bad in found if bad is not None), None)
+
+
 MIN_BLOCK = 16
 MAX_BLOCK = 8192
 

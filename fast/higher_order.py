@@ -49,7 +49,7 @@ from ..reference.higher_order import resolve_params
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
-from .driver import MAX_BLOCK, MIN_BLOCK, DriverResult, float_range_error, run_blocks
+from .driver import MAX_BLOCK, MIN_BLOCK, DriverResult, finite_final, float_range_error, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
 
@@ -759,7 +759,8 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
             result = run_blocks(model, y, epochs, record_scores)
     trace = Trace(algorithm="higher_order", form=form, kernel=kern.spec, params=params,
                   n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                  updates=result.updates, final=_final(model, form),
+                  updates=result.updates,
+                  final=finite_final(_final(model, form), result.updates, y.shape[0]),
                   scores=result.scores)
     return trace, model
 

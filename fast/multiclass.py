@@ -50,7 +50,7 @@ from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
 from . import _compiled
 from . import _compiled_multiclass as cm
-from .driver import MAX_BLOCK, MIN_BLOCK, float_range_error
+from .driver import MAX_BLOCK, MIN_BLOCK, finite_final, float_range_error
 
 #: Examples per block of the compiled dual pass for K >= 2 learners (``_dual_compiled``).
 DUAL_BLOCK = 256
@@ -653,7 +653,8 @@ class PerceptronOvR:
                         if self.logs[k].mistakes else [])
             out.append(Trace(algorithm="perceptron", form=self.form, kernel=self.kernel.spec,
                              params=dict(self.params), n_examples=T, epochs=epochs,
-                             mistakes=mistakes, updates=upd.tolist(), final=final))
+                             mistakes=mistakes, updates=upd.tolist(),
+                             final=finite_final(final, upd.tolist(), T)))
         return out
 
 

@@ -29,7 +29,7 @@ from ..reference.perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
-from .driver import run_blocks
+from .driver import finite_final, run_blocks
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,8 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     final = _final(X, y, updates, epochs, model, kern, compiled=chosen == "numba")
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
-                 updates=updates, final=final, scores=scores)
+                 updates=updates, final=finite_final(final, updates, y.shape[0]),
+                 scores=scores)
 
 
 def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool

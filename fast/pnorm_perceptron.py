@@ -28,7 +28,7 @@ from ..reference.common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
-from .driver import run_blocks
+from .driver import finite_final, run_blocks
 from .higher_order import pnorm_gradient
 
 
@@ -77,7 +77,8 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
         mistakes, updates, scores = result.mistakes, result.updates, result.scores
     return Trace(algorithm="pnorm_perceptron", form="primal", kernel=kern.spec, params=params,
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
-                 updates=updates, final={"w": model.w.tolist(), "v": model.v.tolist()},
+                 updates=updates, final=finite_final(
+                     {"w": model.w.tolist(), "v": model.v.tolist()}, updates, y.shape[0]),
                  scores=scores)
 
 

@@ -34,7 +34,7 @@ from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
 from . import _compiled
-from .driver import forced_updates, run_blocks
+from .driver import finite_final, forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
     SINGULAR,
@@ -405,7 +405,8 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
                  params=params, n_examples=y.shape[0], epochs=epochs,
-                 mistakes=result.mistakes, updates=result.updates, final=model.final(y),
+                 mistakes=result.mistakes, updates=result.updates,
+                 final=finite_final(model.final(y), result.updates, y.shape[0]),
                  scores=result.scores)
 
 
@@ -440,9 +441,10 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
                              "neg": neg if neg >= 0 else None}
     if soft:
         final["xi"] = (a * y * inv_c).tolist()
+    done = updates[:int(state[5])].tolist()
     return Trace(algorithm="pumma", form="primal", kernel=kern.spec, params=params,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[4])].tolist(),
-                 updates=updates[:int(state[5])].tolist(), final=final,
+                 updates=done, final=finite_final(final, done, T),
                  scores=scores.tolist() if record_scores else None)
 
 

@@ -41,7 +41,7 @@ from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
 from . import _compiled
-from .driver import run_blocks
+from .driver import finite_final, run_blocks
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
 #: in float64 (z parallel to v); see SPEC.md for how the reference treats such a trial.
@@ -682,7 +682,9 @@ def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="romma", form=form, kernel=parse_kernel(kernel).spec, params=p,
                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                 updates=result.updates, final=model.final(), scores=result.scores)
+                 updates=result.updates,
+                 final=finite_final(model.final(), result.updates, y.shape[0]),
+                 scores=result.scores)
 
 
 def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -712,7 +714,8 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     _compiled.raise_if_bad(bad, T, state[1], X)  # dense X: a NaN or infinity named first
     return Trace(algorithm="romma", form="primal", kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
-                 updates=updates[:int(state[3])].tolist(), final={"w": w.tolist()},
+                 updates=updates[:int(state[3])].tolist(),
+                 final=finite_final({"w": w.tolist()}, updates[:int(state[3])].tolist(), T),
                  scores=scores.tolist() if record_scores else None)
 
 

@@ -46,7 +46,7 @@ from ..reference.common import check_epochs
 from ..reference.second_order import resolve_params
 from ..reference.second_order_engines import PINV_RANK_TOL, a_k
 from ..trace import Trace
-from .driver import run_blocks
+from .driver import finite_final, run_blocks
 from .higher_order import (
     OneBlasThread,
     Packed,
@@ -535,7 +535,8 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     final = model.final(support) if isinstance(model, _Primal) else model.final(support, kern)
     return Trace(algorithm="second_order", form=form, kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=result.mistakes,
-                 updates=result.updates, final=final, scores=result.scores)
+                 updates=result.updates, final=finite_final(final, result.updates, T),
+                 scores=result.scores)
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: Any = 1,

@@ -10,6 +10,7 @@ derives from the data (``final_error_bounds``), never within a blanket tolerance
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -156,6 +157,9 @@ def _compare_number(path: str, exp: Any, act: Any, bound: Any, problems: list[st
         return
     if not _is_number(act):
         problems.append(f"{path}: expected a number, got {_brief(act)}")
+        return
+    if isinstance(act, float) and not math.isfinite(act):
+        problems.append(f"{path}: expected {_show(exp)}, got {act} (not a finite number)")
         return
     diff = abs(to_fraction(exp) - to_fraction(act))
     if bound is not None:

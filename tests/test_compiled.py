@@ -12,6 +12,8 @@ the polynomial and Gaussian kernels, every Perceptron parameter, shadow runs
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -26,6 +28,7 @@ from fast_protocol import (
     needs_numba,
 )
 from fast_protocol import check_against as _check
+from fast_protocol import check_run as _check_run
 from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import perceptron as fp
@@ -47,10 +50,10 @@ def test_perceptron_engines_match_reference(strategy, data):
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
         for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            actual = fp.primal(X, seq.y, epochs=epochs, engine=engine, **params)
-            _check(expected, actual, seq.X, f"primal {kind} {engine}")
-        actual = fp.dual(seq.X, seq.y, epochs=epochs, engine=engine, **params)
-        _check(expected, actual, seq.X, f"dual {engine}")
+            _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
+                                         **params), seq.X, f"primal {kind} {engine}")
+        _check_run(expected, partial(fp.dual, seq.X, seq.y, epochs=epochs, engine=engine,
+                                     **params), seq.X, f"dual {engine}")
 
 
 @needs_numba
@@ -66,8 +69,8 @@ def test_kernel_engines_match_reference(family, strategy, data):
     X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
     expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
     for engine in ENGINES:
-        actual = fp.dual(X, y, epochs=epochs, kernel=kernel, engine=engine, **params)
-        _check(expected, actual, X, f"dual {kernel} {engine}")
+        _check_run(expected, partial(fp.dual, X, y, epochs=epochs, kernel=kernel, engine=engine,
+                                     **params), X, f"dual {kernel} {engine}")
 
 
 @needs_numba
@@ -81,8 +84,8 @@ def test_pnorm_engines_match_reference(strategy, data):
     expected = reference_pnorm(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
         for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            actual = pn.primal(X, seq.y, epochs=epochs, engine=engine, **params)
-            _check(expected, actual, seq.X, f"pnorm {kind} {engine}")
+            _check_run(expected, partial(pn.primal, X, seq.y, epochs=epochs, engine=engine,
+                                         **params), seq.X, f"pnorm {kind} {engine}")
 
 
 def _data(T=200, n=6, seed=0, scale=1.0):

@@ -468,6 +468,21 @@ def test_lambda_on_unseen_examples_is_caught_by_the_reference():
 
 # -- regressions: every bug a search found stays a test ---------------------------------------
 
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_compare_names_a_final_value_that_is_not_finite(bad):
+    """A trace (the Python object, not a file) whose final w holds a value that is not finite
+    fails at that key on one line; the comparison itself does not raise (it did, on a
+    PUMMA form's w = -inf: ValueError from the exact conversion)."""
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    y = np.array([1, -1])
+    expected = reference(X, y, record_scores=True)
+    actual = run("perceptron", X, y, impl="fast", form="primal")
+    actual.final["w"][0] = bad
+    result = compare(expected, actual, X)
+    assert not result.ok
+    assert "final.w[0]:" in result.describe() and "not a finite number" in result.describe()
+
+
 def test_regression_subnormal_final_state():
     """Found by the thorough profile: eta * 5e-324 underflows to 0 in float64; the final
     state's bound must allow that (its magnitude had underflowed to 0 as well)."""

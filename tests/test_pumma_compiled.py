@@ -13,6 +13,7 @@ stated); the ParamError for ``engine="numba"`` without numba is tested either wa
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from fast_protocol import (
     needs_numba,
 )
 from fast_protocol import check_against as _check
+from fast_protocol import check_run as _check_run
 from perceptron_oracle import registry
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import _compiled, _compiled_pumma
@@ -49,8 +51,9 @@ def test_primal_engines_match_reference(strategy, data):
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
         for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            actual = fp.primal(X, seq.y, epochs=epochs, engine=engine, **params)
-            _check(expected, actual, seq.X, f"primal {kind} {engine} {params}")
+            _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
+                                         **params),
+                       seq.X, f"primal {kind} {engine} {params}")
 
 
 def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -209,3 +212,20 @@ def test_a_form_that_parts_at_a_flagged_trial_may_leave_float64_later():
             fp.primal(X, y, epochs=3, engine=engine)
         assert info.value.trial not in expected.fragile
         assert min(expected.fragile) <= info.value.trial
+
+
+@needs_numba
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_an_overflow_at_the_last_update_stops_every_engine(kind):
+    """The last trial's update overflows (z = x_pos - x_neg of 3.5e-133 makes w_0 about
+    -1.1e133, reached through an intermediate beyond float64): no later score shows it, so
+    the final state holds -inf.  Every engine, dense and CSR, stops with the one-line
+    FloatRangeError at that update (found by the hypothesis suite: both engines
+    returned w = (-inf, -inf) and the comparison raised), and the reference flags it."""
+    h = 0.5000000005
+    X = np.array([[0, h], [-1, h], [0, -h], [-3.48586423187426e-133, -h], [0, h]])
+    y = np.array([1, -1, -1, 1, -1])
+    expected = reference(X, y, record_scores=True)
+    assert expected.updates[-1] == 4 and 4 in expected.fragile
+    data = sp.csr_matrix(X) if kind == "csr" else X
+    assert_engines_stop_alike(lambda engine: fp.primal(data, y, engine=engine))

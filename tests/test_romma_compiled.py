@@ -12,6 +12,8 @@ bounds).  Without numba the compiled items are skipped (reason stated); the Para
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -26,7 +28,7 @@ from fast_protocol import (
     assert_engines_stop_alike,
     needs_numba,
 )
-from fast_protocol import check_against as _check
+from fast_protocol import check_run as _check_run
 from perceptron_oracle.data import validate
 from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.fast import _compiled, _compiled_romma
@@ -47,9 +49,9 @@ def test_primal_engines_and_dual_match_reference(strategy, data):
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
         for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            actual = fr.primal(X, seq.y, epochs=epochs, engine=engine, **params)
-            _check(expected, actual, seq.X, f"primal {kind} {engine}")
-    _check(expected, fr.dual(seq.X, seq.y, epochs=epochs, **params), seq.X, "dual")
+            _check_run(expected, partial(fr.primal, X, seq.y, epochs=epochs, engine=engine,
+                                         **params), seq.X, f"primal {kind} {engine}")
+    _check_run(expected, partial(fr.dual, seq.X, seq.y, epochs=epochs, **params), seq.X, "dual")
 
 
 @pytest.mark.parametrize("family", ["poly", "rbf"])
@@ -63,8 +65,8 @@ def test_kernel_dual_matches_reference(family, data):
     epochs = data.draw(st.integers(1, 2), label="epochs")
     X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
     expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
-    _check(expected, fr.dual(X, y, epochs=epochs, kernel=kernel, **params), X,
-           f"dual {kernel}")
+    _check_run(expected, partial(fr.dual, X, y, epochs=epochs, kernel=kernel, **params), X,
+               f"dual {kernel}")
 
 
 def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
