@@ -6,15 +6,18 @@ row, a gather over the stored entries of a CSR row) and, at an update, problem (
 soft margin, (24)) solved by the closed forms (15)/(19) exactly as ``fast.pumma``'s numpy
 path does through ``fast.romma.step2`` with z = x_pos - x_neg and c = 2 (the residual form
 of D; the forms themselves compiled without reassociation), then w moved in place and the
-bias (20) recomputed.  An update makes two or three passes over w (z formed with ||z||^2
-and w.z; the residual in case (ii); the move with the new ||w||^2 and the pair's two
-scores), written out in one function for dense X and the hard margin
-(``pumma_dense_pair``); with the soft margin the coefficients a_e = y_e C xi_e are kept
-for the examples that have been a pair member (``held``), so ||a||^2 and the slack part of
-the residual cost O(held), not O(T).  The block-ahead driver pays a Python round trip and
-about a dozen small numpy calls per update.  ``python -m perceptron_oracle.benchmarks
---only "pumma primal p=2"`` measures it against one ``X @ w`` pass, the plain numba loop
-and a per-trial numpy loop.
+bias (20) recomputed.  An update makes two or three passes over w (z formed with ||z||^2 and
+w.z; the residual in case (ii); the move with the new ||w||^2 and the pair's two scores);
+for dense X and the hard margin the loop calls one helper per pass (``dense_pair``,
+``hard_step``, ``dense_move``), each a single loop, so that numba prunes its reference
+counts on the arrays (a function looping over them several times keeps them: six locked
+operations per update; ``fast._numba.pumma_primal``); with the soft margin or CSR rows
+``pumma_pair_update`` makes the same passes.  With the soft margin the coefficients a_e =
+y_e C xi_e are kept for the examples that have been a pair member (``held``), so ||a||^2 and
+the slack part of the residual cost O(held), not O(T).  The block-ahead driver pays a Python
+round trip and about a dozen small numpy calls per update.  ``python -m
+perceptron_oracle.benchmarks --only "pumma primal p=2"`` measures it against one ``X @ w``
+pass, the plain numba loop and a per-trial numpy loop.
 
 Semantics are ``fast.pumma``'s numpy path trial for trial (SPEC.md, "romma / pumma"):
 start-up from the first positive and the first negative example (score b = -1, then +1;

@@ -736,30 +736,56 @@ def row_dot(X: Any, j: int, w: Any) -> float:
 
 
 @jit(reassoc=True)
+def dense_pair(X: Any, pos: int, neg: int, w: Any, z: Any) -> tuple[float, float]:
+    """z = x_pos - x_neg in place for dense X, and ||z||^2 and w.z: one loop (see
+    ``pumma_primal`` for why its update calls single-loop helpers)."""
+    zz = 0.0
+    wz = 0.0
+    for k in range(w.shape[0]):
+        zk = X[pos, k] - X[neg, k]
+        z[k] = zk
+        zz += zk * zk
+        wz += w[k] * zk
+    return zz, wz
+
+
+@jit(reassoc=True)
+def dense_move(X: Any, pos: int, neg: int, w: Any, z: Any, eta: float,
+               lam: float) -> tuple[float, float, float]:
+    """w <- eta w + lam z in place for dense X; returns the new ||w||^2, x_pos.w and
+    x_neg.w: one loop, as ``dense_pair``."""
+    ww = 0.0
+    wp = 0.0
+    wn = 0.0
+    for k in range(w.shape[0]):
+        wk = eta * w[k] + lam * z[k]
+        w[k] = wk
+        ww += wk * wk
+        wp += X[pos, k] * wk
+        wn += X[neg, k] * wk
+    return ww, wp, wn
+
+
+@jit(reassoc=True)
 def pair_products(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
                   neg: int, w: Any, z: Any) -> tuple[float, float]:
     """z = x_pos - x_neg in place (CSR: both rows scattered into zeros, as
     ``fast.romma.PrimalSpace.pair`` forms it), and ||z||^2 and w.z."""
+    if not sparse:
+        return dense_pair(X, pos, neg, w, z)
     n = z.shape[0]
     zz = 0.0
     wz = 0.0
-    if sparse:
-        for k in range(n):
-            z[k] = 0.0
-        for k in range(indptr[pos], indptr[pos + 1]):
-            z[np.uintp(indices[k])] += data[k]
-        for k in range(indptr[neg], indptr[neg + 1]):
-            z[np.uintp(indices[k])] -= data[k]
-        for k in range(n):
-            zk = z[k]
-            zz += zk * zk
-            wz += w[k] * zk
-    else:
-        for k in range(n):
-            zk = X[pos, k] - X[neg, k]
-            z[k] = zk
-            zz += zk * zk
-            wz += w[k] * zk
+    for k in range(n):
+        z[k] = 0.0
+    for k in range(indptr[pos], indptr[pos + 1]):
+        z[np.uintp(indices[k])] += data[k]
+    for k in range(indptr[neg], indptr[neg + 1]):
+        z[np.uintp(indices[k])] -= data[k]
+    for k in range(n):
+        zk = z[k]
+        zz += zk * zk
+        wz += w[k] * zk
     return zz, wz
 
 
@@ -767,24 +793,15 @@ def pair_products(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, po
 def pair_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int, neg: int,
               w: Any, z: Any, eta: float, lam: float) -> tuple[float, float, float]:
     """w <- eta w + lam z in place; returns the new ||w||^2, x_pos.w and x_neg.w."""
+    if not sparse:
+        return dense_move(X, pos, neg, w, z, eta, lam)
     ww = 0.0
-    wp = 0.0
-    wn = 0.0
-    if sparse:
-        for k in range(w.shape[0]):
-            wk = eta * w[k] + lam * z[k]
-            w[k] = wk
-            ww += wk * wk
-        wp = sparse_dot(data, indices, indptr[pos], indptr[pos + 1], w)
-        wn = sparse_dot(data, indices, indptr[neg], indptr[neg + 1], w)
-    else:
-        for k in range(w.shape[0]):
-            wk = eta * w[k] + lam * z[k]
-            w[k] = wk
-            ww += wk * wk
-            wp += X[pos, k] * wk
-            wn += X[neg, k] * wk
-    return ww, wp, wn
+    for k in range(w.shape[0]):
+        wk = eta * w[k] + lam * z[k]
+        w[k] = wk
+        ww += wk * wk
+    return (ww, sparse_dot(data, indices, indptr[pos], indptr[pos + 1], w),
+            sparse_dot(data, indices, indptr[neg], indptr[neg + 1], w))
 
 
 @jit
@@ -873,44 +890,26 @@ def pumma_pair_update(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
     return True, -0.5 * (bp + bn), vv, count
 
 
-@jit(reassoc=True)
-def pumma_dense_pair(X: Any, pos: int, neg: int, w: Any, z: Any, vv: float,
-                     singular: float) -> tuple[bool, float, float]:
-    """``pumma_pair_update`` for dense X and the hard margin, the passes written out in one
-    reassociated function (as ``romma_dense_update``): z = x_pos - x_neg with ||z||^2 and w.z, the
-    residual (case (ii)), the move with ||w||^2 and the pair's two scores.  Returns
-    (feasible, b, the new ||w||^2)."""
-    n = w.shape[0]
-    zz = 0.0
-    vz = 0.0
-    for k in range(n):
-        zk = X[pos, k] - X[neg, k]
-        z[k] = zk
-        zz += zk * zk
-        vz += w[k] * zk
+@jit
+def hard_step(zz: float, vz: float, vv: float, w: Any, z: Any,
+              singular: float) -> tuple[bool, float, float]:
+    """``pumma_step`` for the hard margin, without the slack arrays (which would keep their
+    reference counts, as ``pumma_primal`` says)."""
     case = step_case(2.0, zz, vz, vv)
-    if case == 0:
-        return False, 0.0, vv
-    lam, eta = 2.0 / zz, 0.0
-    if case == 2:
-        r = vz / zz
-        res = 0.0
-        for k in range(n):
-            d = w[k] - r * z[k]
-            res += d * d
-        feasible, lam, eta = case_two(2.0, zz, vz, vv, res, singular)
-        if not feasible:
-            return False, 0.0, vv
-    ww = 0.0
-    wp = 0.0
-    wn = 0.0
-    for k in range(n):
-        wk = eta * w[k] + lam * z[k]
-        w[k] = wk
-        ww += wk * wk
-        wp += X[pos, k] * wk
-        wn += X[neg, k] * wk
-    return True, -0.5 * (wp + wn), ww
+    if case < 2:
+        return case == 1, 2.0 / zz if case == 1 else 0.0, 0.0
+    return case_two(2.0, zz, vz, vv, sparse_residual(w, z, vz / zz), singular)
+
+
+@jit
+def updates_at(j: int, label: float, margin: float, pos: int, neg: int,
+               threshold: float) -> bool:
+    """Whether trial j (label y_j, ``margin`` its y score + xi_j) updates, feasibility
+    aside: with a pair stored iff margin < 1 - delta and j is not a pair member (Lemma 4:
+    their test is exactly 1, skipped); at start-up iff it is its class's first example."""
+    if pos >= 0 and neg >= 0:
+        return margin < threshold and j != pos and j != neg
+    return (label > 0 and pos < 0) or (label < 0 and neg < 0)
 
 
 @jit
@@ -918,18 +917,19 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
                  epochs: int, threshold: float, singular: float, inv_c: float, soft: bool,
                  w: Any, z: Any, a: Any, held: Any, mark: Any, state: Any, mistakes: Any,
                  updates: Any, scores: Any, record: bool) -> int:
-    """state = [pos, neg, b, bad score, mistakes, updates, held count] (pos, neg = -1:
-    not stored); w, a (T entries, soft margin; else 1) and held/mark the start (zeros and
-    False for a run), z n scratch entries; ``singular`` is
-    ``fast.romma.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are written to
-    the front of ``mistakes`` and ``updates``.  Returns the first trial whose score (at
-    start-up, whose row's product with w = 0) is not finite, or -1."""
-    T = y.shape[0]
+    """state = [pos, neg, b, bad score, mistakes, updates, held count] (pos, neg = -1: not
+    stored); w, a (T entries, soft margin; else 1), held/mark the start (zeros, False for a
+    run); z n scratch entries; ``singular``: ``fast.romma.RESIDUAL_SINGULAR``.  Mistakes and
+    updates (trials) go to the front of ``mistakes``, ``updates``.  Returns the first trial
+    whose score (at start-up: row product with w = 0) is not finite, or -1.  Arrays are used
+    here or by one-loop helpers: numba keeps its locked reference counts on the arrays of an
+    inlined helper (``note_trial``: four a trial) or of a function with several loops
+    (``pumma_pair_update``: six a call) and prunes them elsewhere."""
     pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
     vv = norm2(w) + (slack_norm(a, held, count, -1, -1, 0.0) * inv_c if soft else 0.0)
     nm, nu, bad, t = 0, 0, -1, -1
     for _ in range(epochs):
-        for j in range(T):
+        for j in range(y.shape[0]):
             t += 1
             label = y[j]
             started = pos >= 0 and neg >= 0
@@ -939,33 +939,32 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
                 d = row_dot(X, j, w)
             s = d + b if started else b  # start-up: the score is b (w = 0)
             if not math.isfinite(s if started else d):
-                state[3] = s if started else d
-                bad = t
+                bad, state[3] = t, (s if started else d)
                 break
-            margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
-            if started:                  # the pair members' test is skipped (Lemma 4)
-                if j == pos or j == neg:
-                    continue
-                if soft:
-                    margin = margin + label * (a[j] * inv_c)
-                if not margin < threshold:
-                    continue
-            elif not ((label > 0 and pos < 0) or (label < 0 and neg < 0)):
+            if record:
+                scores[t] = s
+            margin = label * s
+            mistakes[nm] = t             # kept only when counted: no branch to mispredict
+            nm += margin <= 0
+            if soft:
+                margin = margin + label * (a[j] * inv_c)
+            if not updates_at(j, label, margin, pos, neg, threshold):
                 continue
             p, q = (j, neg) if label > 0 else (pos, j)
-            if p >= 0 and q >= 0:
-                if sparse or soft:
-                    feasible, b_new, vv, count = pumma_pair_update(
-                        X, indptr, indices, data, sparse, p, q, inv_c, soft, singular, w, z,
-                        a, held, mark, count, vv)
-                else:
-                    feasible, b_new, vv = pumma_dense_pair(X, p, q, w, z, vv, singular)
-                if not feasible:
-                    continue
-                b = b_new
-            else:                        # start-up: half a pair stored
-                b = 1.0 if p >= 0 else -1.0
-            pos, neg = p, q
+            feasible, b_new = True, 1.0 if p >= 0 else -1.0  # start-up: half a pair stored
+            if p >= 0 and q >= 0 and (sparse or soft):
+                feasible, b_new, vv, count = pumma_pair_update(
+                    X, indptr, indices, data, sparse, p, q, inv_c, soft, singular, w, z, a,
+                    held, mark, count, vv)
+            elif p >= 0 and q >= 0:
+                zz, vz = dense_pair(X, p, q, w, z)
+                feasible, lam, eta = hard_step(zz, vz, vv, w, z, singular)
+                if feasible:
+                    vv, bp, bn = dense_move(X, p, q, w, z, eta, lam)
+                    b_new = -0.5 * (bp + bn)
+            if not feasible:
+                continue
+            b, pos, neg = b_new, p, q
             updates[nu] = t
             nu += 1
         if bad >= 0:
