@@ -136,11 +136,14 @@ def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
                           for v in final["w"]]
         b_slack += hoelder * max(math.fsum(abs(float(v)) for v in r) for r in rows)
     out["final.b"] = bound(rho, b_magnitude, T + 16, final["b"]) + b_slack
-    if "xi" in final:
+    if "xi" in final and primal is None:
         invC = 1 / float(par["C"])
         out["final.xi"] = [bound(rho, primal_size[i] * invC if slack else abs(float(v)), 4, v)
                            + 2 * (slack[i] * invC if slack else 0.0)
                            for i, v in enumerate(final["xi"])]
+    elif "xi" in final:   # p > 2: sqrt(C) xi_e is a coordinate of w~, as w_d is
+        out["final.xi"] = [bound(rho, abs(float(v)) + scale / root_c, 4, v) + hoelder / root_c
+                           for v in final["xi"]]
     return out
 
 
