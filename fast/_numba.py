@@ -671,18 +671,6 @@ def romma_dense_update(X: Any, j: int, label: float, vz: float, vv: float, w: An
     return True, ww
 
 
-@jit(inline=True)
-def note_trial(t: int, s: float, label: float, record: bool, scores: Any, mistakes: Any,
-               nm: int) -> tuple[float, int]:
-    """Trial t's score into ``scores`` (when recorded) and, when y s <= 0, t into
-    ``mistakes`` at position nm: returns (y s, the new mistake count)."""
-    if record:
-        scores[t] = s
-    margin = label * s
-    mistakes[nm] = t                  # kept only when counted: no branch to mispredict
-    return margin, nm + (1 if margin <= 0 else 0)
-
-
 @jit
 def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
                  epochs: int, threshold: float, singular: float, w: Any, zbuf: Any,
@@ -691,7 +679,9 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     run), zbuf n zeros (CSR: the dense z of the residual); ``singular`` is
     ``fast.romma.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are written to
     the front of ``mistakes`` and ``updates``.  Returns the first trial with a score that is
-    not finite, or -1.  A dense row's score is ``row_dot`` (a vectorised sum)."""
+    not finite, or -1.  A dense row's score is ``row_dot`` (a vectorised sum).  The trial's
+    record is written here: an inlined helper taking the arrays kept their locked reference
+    counts, four a trial (``pumma_primal``)."""
     T = y.shape[0]
     last = int(state[0])
     vv = norm2(w)
@@ -708,8 +698,12 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
             if not math.isfinite(s):
                 state[0], state[1], state[2], state[3] = last, s, nm, nu
                 return t
+            if record:
+                scores[t] = s
             label = y[j]
-            margin, nm = note_trial(t, s, label, record, scores, mistakes, nm)
+            margin = label * s
+            mistakes[nm] = t             # kept only when counted: no branch to mispredict
+            nm += margin <= 0
             if margin < threshold and j != last:
                 if sparse:
                     feasible, vv = romma_sparse_update(indptr, indices, data, j, label,
@@ -923,8 +917,8 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     updates (trials) go to the front of ``mistakes``, ``updates``.  Returns the first trial
     whose score (at start-up: row product with w = 0) is not finite, or -1.  Arrays are used
     here or by one-loop helpers: numba keeps its locked reference counts on the arrays of an
-    inlined helper (``note_trial``: four a trial) or of a function with several loops
-    (``pumma_pair_update``: six a call) and prunes them elsewhere."""
+    inlined helper (four a trial for one that wrote the trial's record) or of a function with
+    several loops (``pumma_pair_update``: six a call) and prunes them elsewhere."""
     pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
     vv = norm2(w) + (slack_norm(a, held, count, -1, -1, 0.0) * inv_c if soft else 0.0)
     nm, nu, bad, t = 0, 0, -1, -1
