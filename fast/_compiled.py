@@ -117,13 +117,12 @@ def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:
 
 
 def hypothesis_tally(n: int) -> np.ndarray:
-    """The n x 4 array in which the compiled Perceptron primal loop builds the averaged and
-    the longest survivor's w during the run (``fast._numba.fold_and_add``): per coordinate
-    the averaged w_i, the vote count at its last fold, the hypothesis at its last save (-1:
-    none), the longest survivor's w_i."""
-    tally = np.zeros((n, 4))
-    tally[:, 2] = -1.0
-    return tally
+    """The 2 x n x 2 array in which the compiled Perceptron primal loop builds the averaged
+    and the longest survivor's w during the run (``fast._numba.perceptron_primal``): [0] per
+    coordinate the averaged w_i and the vote count at its last fold (``fold_and_add``), [1]
+    the longest survivor's w_i (column 0) and the examples of the updates since it was
+    saved (column 1, the first of them; ``save_survivor``)."""
+    return np.zeros((2, n, 2))
 
 
 #: The compiled Perceptron primal builds the averaged and longest survivor's w during the
