@@ -127,11 +127,11 @@ def hypothesis_tally(n: int) -> np.ndarray:
     return np.zeros((2, n, 2))
 
 
-#: The compiled Perceptron primal builds the averaged and longest survivor's w during the
-#: run once this many updates have come at one trial in 8 or more; before, and in runs with
-#: rarer updates, from the update history (``fast._numba.catch_up``).  Measured on 100,000 x
-#: 20,000 CSR rows: at 3% updates a fold in the loop cost about 3 us per update (the tally's
-#: lines fall out of cache between updates), a pass over the updated rows afterwards 0.6.
+#: The compiled Perceptron primal builds the averaged w during the run once this many
+#: updates have come at one trial in 8 or more; before, and in runs with rarer updates, from
+#: the update history (``fast._numba.catch_up``).  Measured on 100,000 x 20,000 CSR rows:
+#: at 3% updates a fold in the loop costs about 2 us per update (the tally's lines fall out
+#: of cache between updates), a pass over the updated rows afterwards 0.6.
 FOLD_FROM = 64
 
 
