@@ -61,7 +61,7 @@ def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
 @jit(inline=True)
 def sparse_dot(data: Any, indices: Any, lo: int, hi: int, w: Any) -> float:
     """The CSR entries lo .. hi-1 against w: a gather into four running sums (one sum makes
-    every addition wait for the last; two left the Perceptron primal's loop 0.02 us per
+    every addition wait for the last; two left the Perceptron primal's loop 0.01-0.02 us per
     trial slower on 200-entry rows, eight and other tails no faster), then the tail into
     the first.  Positions and indices are unsigned: a signed index costs a wraparound check
     per access, which made this loop 1.4x scipy's CSR product."""
