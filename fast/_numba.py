@@ -60,20 +60,24 @@ def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
 
 @jit(inline=True)
 def sparse_dot(data: Any, indices: Any, lo: int, hi: int, w: Any) -> float:
-    """The CSR entries lo .. hi-1 against w: a gather into two running sums (even and odd
-    entries; one sum makes every addition wait for the last).  Positions and indices are
-    unsigned: a signed index costs a wraparound check per access, which made this loop 1.4x
-    scipy's CSR product."""
-    a0 = a1 = 0.0
-    one, two = np.uintp(1), np.uintp(2)
+    """The CSR entries lo .. hi-1 against w: a gather into four running sums (one sum makes
+    every addition wait for the last; two left the Perceptron primal's loop 0.01-0.02 us per
+    trial slower on 200-entry rows, eight and other tails no faster), then the tail into
+    the first.  Positions and indices are unsigned: a signed index costs a wraparound check
+    per access, which made this loop 1.4x scipy's CSR product."""
+    a0 = a1 = a2 = a3 = 0.0
+    one, two, three, four = np.uintp(1), np.uintp(2), np.uintp(3), np.uintp(4)
     k, stop = np.uintp(lo), np.uintp(hi)
-    while k + two <= stop:
+    while k + four <= stop:
         a0 += data[k] * w[np.uintp(indices[k])]
         a1 += data[k + one] * w[np.uintp(indices[k + one])]
-        k += two
-    if k < stop:
+        a2 += data[k + two] * w[np.uintp(indices[k + two])]
+        a3 += data[k + three] * w[np.uintp(indices[k + three])]
+        k += four
+    while k < stop:
         a0 += data[k] * w[np.uintp(indices[k])]
-    return a0 + a1
+        k += one
+    return (a0 + a1) + (a2 + a3)
 
 
 @jit
@@ -179,68 +183,94 @@ def perceptron_test(t: int, j: int, s: float, y: Any, tau: float, lam_terms: Any
 
 @jit
 def fold_and_add(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
-                 step: float, w: Any, tally: Any, votes: int, record: int) -> None:
-    """w += step X[j] in place, and before each coordinate w_i changes: the averaged w_i
-    (``tally[i, 0]``) gains (the votes cast since w_i last changed) w_i (``tally[i, 1]``: the
-    vote count then), and w_i is saved as the longest survivor's (``tally[i, 3]``) if it was
-    not saved since hypothesis ``record`` (the longest survivor so far) began (``tally[i,
-    2]``).  Each averaged term is a vote count times a weight: sum_k votes_k w_k accumulated
-    without cancellation, per coordinate, touching only the row's coordinates (a CSR row's
-    stored entries).  The four numbers of a coordinate share a cache line (32 bytes; four
-    separate arrays made a CSR update 1.5 times slower); the counts are exact in float64.
+                 step: float, w: Any, averaged: Any, votes: int) -> None:
+    """w += step X[j] in place, and before each coordinate w_i changes the averaged w_i
+    (``averaged[i, 0]``) gains (the votes cast since w_i last changed) w_i (``averaged[i,
+    1]``: the vote count then): Freund & Schapire's sum_k c_k w_k (SPEC.md 11.3)
+    accumulated per coordinate as vote count times weight, without cancellation, touching
+    only the row's coordinates (a CSR row's stored entries).  The two numbers of a
+    coordinate share 16 bytes: on the 100,000 x 20,000 CSR benchmark at 25% updates the
+    fold adds about 0.035-0.045 us per trial to the loop's plain ``add_row``, from two
+    separate arrays 0.055, with the longest survivor's w and its save mark in the same 32
+    bytes 0.08 (``save_survivor`` keeps that w apart).  The counts are exact in float64.
     One loop for both layouts (the compiler hoists the test of ``sparse``; a helper per
     coordinate, even inlined, made it 40 times slower)."""
     lo = np.uintp(indptr[j]) if sparse else np.uintp(0)
     count = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(w.shape[0])
     row = X[0] if sparse else X[j]
-    cast, saved = float(votes), float(record)
+    cast = float(votes)
     for k in range(count):
         if sparse:
             i, change = np.uintp(indices[lo + k]), step * data[lo + k]
         else:
             i, change = k, step * row[k]
         wi = w[i]
-        tally[i, 0] += (cast - tally[i, 1]) * wi
-        tally[i, 1] = cast
-        if tally[i, 2] != saved:
-            tally[i, 3] = wi
-            tally[i, 2] = saved
+        averaged[i, 0] += (cast - averaged[i, 1]) * wi
+        averaged[i, 1] = cast
         w[i] = wi + change
 
 
 @jit
-def finish_hypotheses(w: Any, tally: Any, votes: int, record: int) -> None:
-    """The run's end: every coordinate folded and saved as ``fold_and_add`` would before a
-    change."""
+def save_survivor(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
+                  eta: float, w: Any, tally: Any, pending: int) -> None:
+    """The longest survivor's w (``tally[1, :, 0]``) becomes the current w, at the update
+    that ends a new record holder (Figure 2's "w_l.s. <- w_k").  It held w as it was
+    ``pending`` updates ago; their examples are ``tally[1, :pending, 1]`` when that is fewer
+    than ``survivor_backlog`` allows: their rows are added in their order, the additions w
+    took, so the result is w bit for bit; more, and w is copied."""
+    survivor = tally[1, :, 0]
+    if pending > survivor_backlog(indptr, sparse, w.shape[0]):
+        survivor[:] = w
+        return
+    for u in range(pending):
+        j = int(tally[1, u, 1])
+        add_row(X, indptr, indices, data, sparse, j, eta * y[j], survivor)
+
+
+@jit(inline=True)
+def survivor_backlog(indptr: Any, sparse: bool, n: int) -> int:
+    """The most updates ``save_survivor`` replays rather than copy w: as many as, at the
+    mean stored entries per row (plus one), add up to w's n coordinates; none on dense
+    rows (a row is n coordinates)."""
+    if not sparse:
+        return 0
+    rows = indptr.shape[0] - 1
+    return n * rows // (indptr[rows] + rows)
+
+
+@jit
+def finish_hypotheses(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
+                      eta: float, w: Any, tally: Any, history: Any, updates: int, votes: int,
+                      folding: bool, pending: int, last_holds: bool) -> None:
+    """The run's end: the averaged w from the history of the ``updates`` when the loop did
+    not fold (``catch_up``), every coordinate folded as ``fold_and_add`` would before a
+    change, and the longest survivor saved if it is the last hypothesis (``last_holds``)."""
+    averaged = tally[0]
+    if not folding:
+        catch_up(X, indptr, indices, data, sparse, y, eta, history, updates, votes, averaged)
     for i in range(w.shape[0]):
-        tally[i, 0] += (votes - tally[i, 1]) * w[i]
-        if tally[i, 2] != record:
-            tally[i, 3] = w[i]
+        averaged[i, 0] += (votes - averaged[i, 1]) * w[i]
+    if last_holds:
+        save_survivor(X, indptr, indices, data, sparse, y, eta, w, tally, pending)
 
 
 @jit
 def catch_up(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any, eta: float,
-             history: Any, count: int, votes: int, longest: int, tally: Any) -> None:
-    """The tally ``fold_and_add`` would hold after the first ``count`` updates, from their
-    history (example, votes cast before it) in one pass over their rows: the averaged w_i
-    sums (votes - votes before update u) eta y x_i over the updates u, folded up to
-    ``votes``; the longest survivor h_longest's w sums the updates before it (saved), or is
-    left to be saved from w when h_longest is the hypothesis in force (longest = count)."""
+             history: Any, count: int, votes: int, averaged: Any) -> None:
+    """The averaged w ``fold_and_add`` would hold after the first ``count`` updates, from
+    their history (example, votes cast before it) in one pass over their rows: w_i sums
+    (votes - votes before update u) eta y x_i over the updates u, folded up to ``votes``."""
     for u in range(count):
         j = history[u, 0]
         share = (votes - history[u, 1]) * (eta * y[j])
-        step = eta * y[j] if u < longest else 0.0
         lo = np.uintp(indptr[j]) if sparse else np.uintp(0)
-        stop = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(tally.shape[0])
+        stop = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(averaged.shape[0])
         row = X[0] if sparse else X[j]
         for k in range(stop):
             i, x = (np.uintp(indices[lo + k]), data[lo + k]) if sparse else (k, row[k])
-            tally[i, 0] += share * x
-            tally[i, 3] += step * x
-    mark = float(longest) if longest < count else -1.0
-    for i in range(tally.shape[0]):
-        tally[i, 1] = votes
-        tally[i, 2] = mark
+            averaged[i, 0] += share * x
+    for i in range(averaged.shape[0]):
+        averaged[i, 1] = votes
 
 
 @jit
@@ -250,17 +280,15 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                       scores: Any, record: bool, tally: Any, history: Any,
                       fold_from: int) -> int:
     """state = [b, bad score, total votes, longest survivor's index]; returns the first
-    trial with a non-finite score, or -1.  The longest survivor's w (the first hypothesis
-    with the most votes) and the averaged w (a trial votes unless it updates or is blocked)
-    come from the update history (``catch_up``) until ``fold_from`` updates at one trial in
-    8 or more, then are built as the run goes (``fold_and_add``; ``_compiled.FOLD_FROM``)."""
-    T = y.shape[0]
-    b = state[0]
-    etaC = eta * C
-    t = -1
-    votes, last, blocked, most, longest, k, folding = 0, -1, 0, -1, -1, 0, False
+    trial with a non-finite score, or -1.  The averaged w (a trial votes unless it updates
+    or is blocked) comes from the update history (``catch_up``) until ``fold_from`` updates
+    at one trial in 8 or more, then is built as the run goes (``fold_and_add``); the
+    longest survivor's w (the first hypothesis with the most votes) is saved as it ends."""
+    b, t = state[0], -1
+    votes, last, blocked, most, longest, k, pending, folding = 0, -1, 0, -1, -1, 0, 0, False
+    room = survivor_backlog(indptr, sparse, w.shape[0])
     for _ in range(epochs):
-        for j in range(T):
+        for j in range(y.shape[0]):
             t += 1
             if sparse:
                 s = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
@@ -270,28 +298,31 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
             if use_lam:
                 s = plus_lambda(s, alpha[j], lam_terms[j])
             if not math.isfinite(s):
-                state[0] = b
-                state[1] = s
+                state[0], state[1] = b, s
                 return t
             if record:
                 scores[t] = s
-            label = y[j]
-            f = perceptron_flag(s, label, tau, alpha[j], bound)
+            f = perceptron_flag(s, y[j], tau, alpha[j], bound)
             if f & UPDATE:
-                if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far?
+                if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far
                     most, longest = t - last - 1 - blocked, k
+                    save_survivor(X, indptr, indices, data, sparse, y, eta, w, tally, pending)
+                    pending = 0
                 if not folding and k >= fold_from and 8 * k >= t:
                     catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes,
-                             longest, tally)
+                             tally[0])
                     folding = True
                 if folding:
-                    fold_and_add(X, indptr, indices, data, sparse, j, eta * label, w, tally,
-                                 votes, longest)
+                    fold_and_add(X, indptr, indices, data, sparse, j, eta * y[j], w, tally[0],
+                                 votes)
                 else:
                     history[k, 0], history[k, 1] = j, votes
-                    add_row(X, indptr, indices, data, sparse, j, eta * label, w)
+                    add_row(X, indptr, indices, data, sparse, j, eta * y[j], w)
+                if pending < room:
+                    tally[1, pending, 1] = j
+                pending += 1
                 alpha[j] += 1
-                b += etaC * label
+                b += eta * C * y[j]
                 last, blocked, k = t, 0, k + 1
             elif f & BLOCKED:
                 blocked += 1
@@ -299,9 +330,8 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                 votes += 1
             flags[t] = f
     longest = k if t - last - blocked > most else longest
-    if not folding:
-        catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes, longest, tally)
-    finish_hypotheses(w, tally, votes, longest)
+    finish_hypotheses(X, indptr, indices, data, sparse, y, eta, w, tally, history, k, votes,
+                      folding, pending, longest == k)
     state[0], state[2], state[3] = b, votes, longest
     return -1
 

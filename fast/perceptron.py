@@ -195,21 +195,26 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
     with OneBlasThread():  # the blocks' many small BLAS products (fast.blas_threads)
         if chosen == "numba":
-            mistakes, updates, scores = _run_compiled(form, model, epochs, record_scores)
+            mistakes, updates, blocked, scores = _run_compiled(form, model, epochs,
+                                                               record_scores)
         else:
             result = run_blocks(model, y, epochs, record_scores)
-            mistakes, updates, scores = result.mistakes, result.updates, result.scores
-    final = _final(X, y, updates, epochs, model, kern, compiled=chosen == "numba")
+            mistakes, updates = (np.asarray(trials, dtype=np.int64)
+                                 for trials in (result.mistakes, result.updates))
+            blocked, scores = np.asarray(model.blocked, dtype=np.int64), result.scores
+    final = _final(X, y, updates, blocked, epochs, model, kern, compiled=chosen == "numba")
+    update_trials = updates.tolist()
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
-                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
-                 updates=updates, final=finite_final(final, updates, y.shape[0]),
+                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes.tolist(),
+                 updates=update_trials, final=finite_final(final, update_trials, y.shape[0]),
                  scores=scores)
 
 
 def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
-                  ) -> tuple[list[int], list[int], list[float] | None]:
-    """The run by the compiled per-trial loop (``_compiled``); leaves the model's alpha, b,
-    w and blocked counts as the block-ahead driver would."""
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[float] | None]:
+    """The run by the compiled per-trial loop (``_compiled``): its mistakes, updates, the
+    trials the bound blocked per hypothesis and the scores; leaves the model's alpha, b and
+    w as the block-ahead driver would."""
     T = model.y.shape[0]
     flags = np.zeros(epochs * T, dtype=np.uint8)
     scores = np.zeros(epochs * T if record_scores else 1)
@@ -223,9 +228,7 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
         checked = None
     _compiled.raise_if_bad(bad, T, state[1], checked)
     model.b = float(state[0])
-    mistakes, updates, blocked = _compiled.split_flags(flags)
-    model.blocked = blocked.tolist()
-    return mistakes, updates, scores.tolist() if record_scores else None
+    return (*_compiled.split_flags(flags), scores.tolist() if record_scores else None)
 
 
 def _loop_arguments(model: _Model) -> tuple[np.ndarray, np.ndarray, int]:
@@ -247,7 +250,7 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
         scores, record_scores, tally, _compiled.update_history(epochs * model.y.shape[0]),
         _compiled.FOLD_FROM))
-    model.built = _BuiltWeights(int(state[3]), tally[:, 3], int(state[2]), tally[:, 0])
+    model.built = _BuiltWeights(int(state[3]), tally[1, :, 0], int(state[2]), tally[0, :, 0])
     return bad
 
 
@@ -289,20 +292,21 @@ def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.nda
     return -1
 
 
-def _final(X: Any, y: np.ndarray, updates: list[int], epochs: int, model: _Model,
-           kern: Kernel, compiled: bool = False) -> dict[str, Any]:
+def _final(X: Any, y: np.ndarray, updates: np.ndarray, blocked: np.ndarray, epochs: int,
+           model: _Model, kern: Kernel, compiled: bool = False) -> dict[str, Any]:
     """The hypotheses' statistics (reference.perceptron's docstring).
 
-    h_k lives from update k to update k+1; its vote is the number of trials between them less
-    those the alpha-bound blocked (Figure 2: they neither update nor vote).  The averaged
-    coefficients sum, for each update, the votes of every hypothesis after it.  The weights:
-    those the compiled primal loop built during the run (``model.built``), else one pass over
-    the support rows (``_weights``; ``compiled``: by the compiled ``weighted_rows``).
+    h_k lives from update k to update k+1 (``updates``: their trials); its vote is the number
+    of trials between them less those the alpha-bound blocked (``blocked[k]``; Figure 2: they
+    neither update nor vote).  The averaged coefficients sum, for each update, the votes of
+    every hypothesis after it.  The weights: those the compiled primal loop built during the
+    run (``model.built``), else one pass over the support rows (``_weights``; ``compiled``:
+    by the compiled ``weighted_rows``).
     """
     T = y.shape[0]
-    examples = np.asarray(updates, dtype=np.int64) % T
+    examples = updates % T
     bounds = np.concatenate([[-1], updates, [epochs * T]])
-    votes = (np.diff(bounds) - 1 - np.asarray(model.blocked, dtype=np.int64)).astype(np.int64)
+    votes = (np.diff(bounds) - 1 - blocked).astype(np.int64)
     longest = int(np.argmax(votes))
     after = np.cumsum(votes[::-1])[::-1]   # after[k] = sum of the votes of h_k, h_k+1, ...
     averaged = np.zeros(T, dtype=np.int64)

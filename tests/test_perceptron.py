@@ -314,6 +314,45 @@ def test_hypotheses_follow_figure2(case):
                                                          for x in X_test.tolist()], mode
 
 
+def _sparse_noisy_case(seed, T=30, n=40, epochs=20):
+    """T rows with one or two stored entries in -2 .. 2 out of n, random labels: frequent
+    updates, records of the longest survivor both close together and far apart."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((T, n))
+    for r in range(T):
+        cols = rng.choice(n, size=rng.integers(1, 3), replace=False)
+        X[r, cols] = rng.choice([-2, -1, 1, 2], size=cols.size)
+    return sp.csr_matrix(X), rng.choice([-1, 1], size=T), epochs
+
+
+@pytest.mark.skipif(not compiled_available(), reason="numba is not installed")
+@pytest.mark.parametrize("seed, last_save", [(0, "copy"), (1, "replay at the end")])
+def test_longest_survivor_saved_by_replay_and_by_copy(seed, last_save):
+    """The compiled primal saves the longest survivor's w when a new record holder ends: by
+    adding to the last saved w the rows of the updates since, when they are few (at most
+    ``survivor_backlog``: here 40 x 30 // (stored entries + 30), 15 or 16), else by copying
+    w.  Seed 0's last save is a copy; seed 1 replays at every save, the last at the run's
+    end (its last hypothesis is the longest survivor).  Exact in float64, so the weights
+    equal Figure 2's, folding from the start and from the switch."""
+    X, y, epochs = _sparse_noisy_case(seed)
+    room = X.shape[1] * X.shape[0] // (X.nnz + X.shape[0])
+    fig = figure2(X.toarray(), y, epochs)
+    records, most = [], -1
+    for k, vote in enumerate(fig["vote"]):
+        if vote > most:
+            records.append(k)
+            most = vote
+    gaps = np.diff(records)  # the updates pending at each save after the first
+    if last_save == "copy":
+        assert gaps[-1] > room and (gaps <= room).any()
+    else:
+        assert (gaps <= room).all() and records[-1] == len(fig["vote"]) - 1
+    for fold_from in (0, compiled.FOLD_FROM):
+        with _folding_from(fold_from):
+            _check_against_figure2(run("perceptron", X, y, impl="fast", form="primal",
+                                       epochs=epochs, engine="numba"), fig)
+
+
 # -- the invariants, on every implementation --------------------------------------------------
 
 @given(seq=separable())
