@@ -268,9 +268,21 @@ class _Primal(_Run):
             err = self._rounding(xa) + 2 * self.lipschitz_w() * self.state_error() * x2
             if not err and score:
                 err = score_error_bound(self.m, SMALLEST_SUBNORMAL)
-        own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0)))
+        own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0))
+                             + self._state_magnitude(xh))
         thr, thr_err = self.threshold()
         return score, err, own, thr, thr_err
+
+    def _state_magnitude(self, xh: list[Any]) -> Any:
+        """What the reference's own state error adds to a score's magnitude: th_i carries
+        roundings relative to its terms' magnitudes (``size``), not to |th_i| (terms that
+        cancel leave th_i near 0 with their roundings), and w = f^-1(th) passes them on
+        with ||J||_2 <= p - 1: sum_i size_i |x^_i| (p = 2), (p - 1) ||size||_2 ||x^||_2."""
+        ctx = self.ctx
+        if self.p == 2:
+            return sum((ctx.mpf(s) * abs(v) for s, v in zip(self.size, xh)), ctx.mpf(0))
+        size2 = ctx.sqrt(sum((ctx.mpf(s) ** 2 for s in self.size), ctx.mpf(0)))
+        return (float(self.p) - 1) * size2 * ctx.sqrt(sum((v * v for v in xh), ctx.mpf(0)))
 
     def _rounding(self, xa: list[float]) -> float:
         """The rounding of one score from the float state: the primal form's w.x^, and for

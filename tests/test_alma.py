@@ -123,6 +123,20 @@ def test_p2_reduction_and_state(data, alpha, epochs):
         inv.check_state(alma(X, y, epochs=epochs, alpha=alpha, p=p))
 
 
+def test_a_score_zero_after_cancelling_terms_is_a_tie():
+    """Two corrections whose terms cancel in th_0: the exact score on (1, 0) is 0 (eta_2 = 1
+    undoes x^_1's share), a mistake.  In 256 bits th_0 is -6e-78, the roundings of terms of
+    size 1/sqrt 2; the tie allowance counts those terms' magnitudes, so the primal takes the
+    score as 0 and flags it, as the dual form (whose sum is exactly 0) decides."""
+    X = np.array([[1.0, 1.0], [3.0, -3.0], [1.0, 0.0]])
+    y = np.array([-1, 1, -1])
+    for kernel in ("linear", "poly:degree=1,coef0=0,gamma=1"):
+        trace = alma(X, y, epochs=1, alpha=F(1, 10), kernel=kernel, record_scores=True)
+        assert trace.mistakes == [0, 1, 2] and trace.scores[2] == 0, kernel
+        assert 2 in trace.fragile, kernel
+    inv.check_p2_reduction(X, y, epochs=1, alpha=F(1, 10))
+
+
 def test_p_ignored_breaks_the_unit_ball():
     """The 2-norm projection leaves ||w||_q > 1 for p > 2 (q < 2): ``check_state`` fails."""
     X = np.array([[1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 1.0, -1.0], [2.0, 1.0, 0.0, 1.0]])
