@@ -396,11 +396,14 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str = "numpy") -> Trace:
-    """A run of ``form``; the primal form with p = 2 by the compiled loop when ``engine``
-    chooses it (``fast._compiled.choose``: never under ``forced_updates``)."""
-    if form == "primal" and _compiled.choose(engine) == "numba" \
-            and float(_resolve(form, kernel, given)[1]["p"]) == 2.0:
-        return _primal_compiled(X, y, epochs, kernel, given, record_scores)
+    """A run of ``form``; with p = 2 and the linear kernel, by the compiled primal loop when
+    ``engine`` chooses it (``fast._compiled.choose``: never under ``forced_updates``): the
+    dual form's linear-kernel run is the primal's (w = sum_e a_e x_e, the trace's ``final``
+    in both forms; SPEC.md 14.7)."""
+    kern, params = _resolve(form, kernel, given)
+    serves = kern.is_linear and float(params["p"]) == 2.0
+    if _compiled.choose(engine, compiled_serves=serves) == "numba":
+        return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
     model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
@@ -410,14 +413,15 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
                  scores=result.scores)
 
 
-def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-                     record_scores: bool) -> Trace:
-    """The primal run for p = 2 by the compiled per-trial loop (``fast._compiled_pumma``).
-    Dense X is not checked for NaN or infinity beforehand: the loop's row products are that
-    check (a row holding one gives NaN or infinity), reported as validate() reports it."""
+def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
+                     given: dict[str, Any], record_scores: bool) -> Trace:
+    """The run for p = 2 and the linear kernel by the compiled per-trial loop
+    (``fast._compiled_pumma``), traced as ``form``'s.  Dense X is not checked for NaN or
+    infinity beforehand: the loop's row products are that check (a row holding one gives
+    NaN or infinity), reported as validate() reports it."""
     from . import _compiled_pumma
 
-    kern, params = _resolve("primal", kernel, given)
+    kern, params = _resolve(form, kernel, given)
     X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass checks
     epochs = check_epochs(epochs)
     T, n = X.shape
@@ -442,7 +446,7 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     if soft:
         final["xi"] = (a * y * inv_c).tolist()
     done = updates[:int(state[5])].tolist()
-    return Trace(algorithm="pumma", form="primal", kernel=kern.spec, params=params,
+    return Trace(algorithm="pumma", form=form, kernel=kern.spec, params=params,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[4])].tolist(),
                  updates=done, final=finite_final(final, done, T),
                  scores=scores.tolist() if record_scores else None)
@@ -486,7 +490,12 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
          delta: Any = 0, C: Any = None, numbers: Any = "auto",
-         record_scores: bool = False) -> Trace:
-    """Dual (kernel) form, p = 2: one coefficient per support example."""
+         record_scores: bool = False, engine: str = "auto") -> Trace:
+    """Dual (kernel) form, p = 2: one coefficient per support example.
+
+    ``engine`` (the linear kernel): "numba" runs the primal form's compiled loop, whose w is
+    the dual's sum_e a_e x_e and the trace's ``final`` in both forms; "numpy" the
+    block-ahead driver on the coefficients; "auto" (the default) the compiled loop when
+    numba is installed.  Other kernels and shadow runs take the driver whatever was asked."""
     return _run("dual", X, y, epochs, kernel, dict(p=p, delta=delta, C=C, numbers=numbers),
-                record_scores)
+                record_scores, engine)

@@ -675,9 +675,11 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 
 def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
                record_scores: bool, engine: str = "numpy") -> Trace:
-    chosen = _compiled.choose(engine)
-    if form == "primal" and chosen == "numba":
-        return _primal_compiled(X, y, epochs, kernel, given, record_scores)
+    """A run of ``form``; with the linear kernel, by the compiled primal loop when
+    ``engine`` chooses it: the dual form's linear-kernel run is the primal's (w = sum_e a_e
+    x_e, the trace's ``final`` is w in both forms; SPEC.md 14.7)."""
+    if _compiled.choose(engine, compiled_serves=parse_kernel(kernel).is_linear) == "numba":
+        return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
     model, p, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="romma", form=form, kernel=parse_kernel(kernel).spec, params=p,
@@ -687,11 +689,12 @@ def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
                  scores=result.scores)
 
 
-def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
-                     record_scores: bool) -> Trace:
-    """The primal run by the compiled per-trial loop (``fast._compiled_romma``).  Dense X
-    is not checked for NaN or infinity beforehand: the loop's scores are that check (a row
-    holding one scores NaN or infinity), reported as validate() reports it."""
+def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
+                     given: dict[str, Any], record_scores: bool) -> Trace:
+    """The linear-kernel run by the compiled per-trial loop (``fast._compiled_romma``),
+    traced as ``form``'s.  Dense X is not checked for NaN or infinity beforehand: the loop's
+    scores are that check (a row holding one scores NaN or infinity), reported as
+    validate() reports it."""
     from . import _compiled_romma
 
     kern = parse_kernel(kernel)
@@ -712,10 +715,10 @@ def _primal_compiled(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
         1.0 - float(p["delta"]), RESIDUAL_SINGULAR, w, np.zeros(n if sparse else 1), state,
         mistakes, updates, scores, record_scores)
     _compiled.raise_if_bad(bad, T, state[1], X)  # dense X: a NaN or infinity named first
-    return Trace(algorithm="romma", form="primal", kernel=kern.spec, params=p,
+    done = updates[:int(state[3])].tolist()
+    return Trace(algorithm="romma", form=form, kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
-                 updates=updates[:int(state[3])].tolist(),
-                 final=finite_final({"w": w.tolist()}, updates[:int(state[3])].tolist(), T),
+                 updates=done, final=finite_final({"w": w.tolist()}, done, T),
                  scores=scores.tolist() if record_scores else None)
 
 
@@ -733,8 +736,13 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: An
 
 
 def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
-         numbers: Any = "auto", record_scores: bool = False) -> Trace:
+         numbers: Any = "auto", record_scores: bool = False, engine: str = "auto") -> Trace:
     """Dual (kernel) form: one coefficient per support example; scores by windows of one
-    kernel block against the support, each update folded into the window (DualSpace)."""
+    kernel block against the support, each update folded into the window (DualSpace).
+
+    ``engine`` (the linear kernel): "numba" runs the primal form's compiled loop, whose w is
+    the dual's sum_e a_e x_e and the trace's ``final`` in both forms; "numpy" the windows
+    above; "auto" (the default) the compiled loop when numba is installed.  Other kernels
+    and shadow runs take the windows whatever was asked."""
     return _romma_run("dual", X, y, epochs, kernel, dict(delta=delta, numbers=numbers),
-                      record_scores)
+                      record_scores, engine)

@@ -56,9 +56,10 @@ its timing, which loads numba's cache or compiles):
   loop``: the plain loop compiled by numba with scalar dot products (Perceptron, p-norm,
   ROMMA, PUMMA p = 2); ``primal``: the fast primal form of the same algorithm on the same
   data (HO's implicit and dual rows, SOP's, ROMMA's and PUMMA's dual rows); ``primal np
-  loop``: ROMMA's and PUMMA's primal numpy loops on their dual rows' data (a linear-kernel
-  dual does |S| times a primal's work per trial: the kernel block, its floor, is itself
-  slower than that loop). Every peer's mistakes (ROMMA/PUMMA: updates) are checked against
+  loop``: ROMMA's and PUMMA's primal numpy loops on their dual rows' data (with the linear
+  kernel the dual's compiled engine is the primal's loop, and its numpy engine does |S|
+  times a primal's work per trial: the kernel block, its floor, is itself slower than that
+  loop). Every peer's mistakes (ROMMA/PUMMA: updates) are checked against
   the fast form's: a difference stops the run.
 - ``peak MiB``: the dual forms' tracemalloc peak during one run (shipped engine / numpy
   engine), beside the kernel cache cap ``kernels.KERNEL_CACHE_BYTES`` printed in the header.
@@ -798,8 +799,10 @@ def plan_for(name: str, data: tuple[Any, ...]) -> Plan:
 
 # -- measuring --------------------------------------------------------------------------------
 def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """The best of ``repeat`` calls' times, and the last call's output."""
     best, out = np.inf, None
     for _ in range(repeat):
+        out = None   # the previous call's output is freed before the clock starts
         start = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - start)

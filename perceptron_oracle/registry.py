@@ -194,9 +194,10 @@ ALGORITHMS: dict[str, Algorithm] = {
             pnorm_perceptron_fast, ("primal", _ENGINE))),
         Algorithm("second_order", second_order_ref, _forms(
             second_order_fast, ("primal", _ENGINE), ("dual", _ANY))),
-        Algorithm("romma", romma_ref, _forms(romma_fast, ("primal", _ENGINE), ("dual", _ANY))),
+        Algorithm("romma", romma_ref, _forms(
+            romma_fast, ("primal", _ENGINE), ("dual", _ANY | _ENGINE))),
         Algorithm("pumma", pumma_ref, _forms(
-            pumma_fast, ("primal", _ENGINE), ("dual", _ANY | _P2))),
+            pumma_fast, ("primal", _ENGINE), ("dual", _ANY | _P2 | _ENGINE))),
         Algorithm("alma", alma_ref, _forms(
             alma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
     )

@@ -54,6 +54,26 @@ def test_primal_engines_match_reference(strategy, data):
             _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
                                          **params),
                        seq.X, f"primal {kind} {engine} {params}")
+        _check_run(expected, partial(fp.dual, seq.X, seq.y, epochs=epochs, engine=engine,
+                                     **params), seq.X, f"dual {engine} {params}")
+
+
+@needs_numba
+def test_the_linear_dual_runs_the_primal_loop():
+    """With p = 2 and the linear kernel the dual form's compiled run is the primal's loop
+    (the same trace but its form); with another kernel ``engine`` leaves the driver in
+    charge."""
+    X, y = _noisy(400, 6, seed=3)
+    for C in (None, "1/2"):
+        primal = fp.primal(X, y, delta="1/10", C=C, engine="numba", record_scores=True)
+        dual = fp.dual(X, y, delta="1/10", C=C, engine="numba", record_scores=True)
+        assert dual.form == "dual" and primal.form == "primal"
+        assert (dual.mistakes, dual.updates, dual.scores, dual.final) == \
+            (primal.mistakes, primal.updates, primal.scores, primal.final)
+        driver = fp.dual(X, y, delta="1/10", C=C, engine="numpy", record_scores=True)
+        assert driver.updates == dual.updates and driver.scores != dual.scores
+    rbf = {e: fp.dual(X[:60], y[:60], kernel="rbf:gamma=1", engine=e) for e in ENGINES}
+    assert rbf["numba"].final == rbf["numpy"].final
 
 
 def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:

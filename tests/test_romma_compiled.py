@@ -3,7 +3,8 @@ and kernel cache, and CSR input taken without a copy.
 
 ``engine="numba"`` (the compiled per-trial loop of ``fast._compiled_romma``) and
 ``engine="numpy"`` (the block-ahead driver) of the primal form, on dense and CSR input, and
-the dual form, each run on the same drawn sequence and parameters as the exact reference and
+of the dual form (the linear kernel: the primal's loop, or windows of kernel blocks), each
+run on the same drawn sequence and parameters as the exact reference and
 must pass ``compare`` as in tests/test_differential.py (the same mistakes and updates trial
 for trial, a divergence only at a fragile trial; the final state within the reference's
 bounds).  Without numba the compiled items are skipped (reason stated); the ParamError for
@@ -51,7 +52,24 @@ def test_primal_engines_and_dual_match_reference(strategy, data):
         for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
             _check_run(expected, partial(fr.primal, X, seq.y, epochs=epochs, engine=engine,
                                          **params), seq.X, f"primal {kind} {engine}")
-    _check_run(expected, partial(fr.dual, seq.X, seq.y, epochs=epochs, **params), seq.X, "dual")
+        _check_run(expected, partial(fr.dual, seq.X, seq.y, epochs=epochs, engine=engine,
+                                     **params), seq.X, f"dual {engine}")
+
+
+@needs_numba
+def test_the_linear_dual_runs_the_primal_loop():
+    """With the linear kernel the dual form's compiled run is the primal's loop (the same
+    trace but its form); with another kernel ``engine`` leaves the windows in charge."""
+    X, y = _noisy(400, 6, seed=3)
+    primal = fr.primal(X, y, delta="1/10", engine="numba", record_scores=True)
+    dual = fr.dual(X, y, delta="1/10", engine="numba", record_scores=True)
+    assert dual.form == "dual" and primal.form == "primal"
+    assert (dual.mistakes, dual.updates, dual.scores, dual.final) == \
+        (primal.mistakes, primal.updates, primal.scores, primal.final)
+    windows = fr.dual(X, y, delta="1/10", engine="numpy", record_scores=True)
+    assert windows.updates == dual.updates and windows.scores != dual.scores
+    rbf = {e: fr.dual(X[:60], y[:60], kernel="rbf:gamma=1", engine=e) for e in ENGINES}
+    assert rbf["numba"].final == rbf["numpy"].final
 
 
 @pytest.mark.parametrize("family", ["poly", "rbf"])
@@ -91,7 +109,7 @@ def test_engines_agree_on_a_longer_run():
         assert np.allclose(a.final["w"], b.final["w"], rtol=1e-8, atol=1e-8)
     # the dual on a prefix: further on, on these non-separable data, ||w|| grows to 1e9 and
     # the dual's cancelling coefficients part from the primal (a fragile stretch)
-    d = fr.dual(X[:500], y[:500], delta="1/10")
+    d = fr.dual(X[:500], y[:500], delta="1/10", engine="numpy")
     a = fr.primal(X[:500], y[:500], delta="1/10", engine="numba")
     assert d.updates == a.updates and d.mistakes == a.mistakes and len(a.updates) > 100
     assert np.allclose(d.final["w"], a.final["w"], rtol=1e-8, atol=1e-8)

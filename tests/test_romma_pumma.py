@@ -406,8 +406,8 @@ def test_every_trial_after_a_lost_state_is_fragile(monkeypatch):
     from perceptron_oracle.compare import compare
     from perceptron_oracle.fast.romma import DualSpace
     from perceptron_oracle.registry import run
-    # The dual in the evaluation order that parts at trial 9 (a fresh kernel block per
-    # block, no folded updates): the witness that the flag is needed.
+    # The dual on the driver in the evaluation order that parts at trial 9 (a fresh kernel
+    # block per block, no folded updates): the witness that the flag is needed.
     monkeypatch.setattr(DualSpace, "MAX_FOLDS", 0)
     monkeypatch.setattr(DualSpace, "COLLAPSE_LINEAR", False)
     a = 0.28125000028125
@@ -418,8 +418,8 @@ def test_every_trial_after_a_lost_state_is_fragile(monkeypatch):
     assert 5 in expected.updates and expected.scores[9] == -1
     assert set(range(5, 10)) <= set(expected.fragile)
     parted = []
-    for form in ("primal", "dual"):
-        actual = run("pumma", X, y, impl="fast", form=form)
+    for form, engine in (("primal", None), ("dual", None), ("dual", "numpy")):
+        actual = run("pumma", X, y, impl="fast", form=form, engine=engine)
         parted += [t for t in range(5, 10) if (t in actual.updates) != (t in expected.updates)]
         assert compare(expected, actual, X).ok, form
     assert 9 in parted                           # the flag is needed: a form parts there

@@ -106,13 +106,14 @@ def test_soft_margin_slack_follows_the_example_not_the_trial():
 # -- long runs ------------------------------------------------------------------------------
 
 def test_primal_and_dual_agree_on_a_long_run():
-    """Separable data (on noisy data the case-(ii) systems grow ill-conditioned and two
+    """The dual on the driver (the linear kernel's coefficients) against the primal.
+    Separable data (on noisy data the case-(ii) systems grow ill-conditioned and two
     float64 forms part at a near tie after some hundred updates, as they may)."""
     data = separable(1500, 10, 0.02, seed=4)
     X, y = data.X, data.y
     for module, params in ((fast_romma, {}), (fast_pumma, {"C": "1"})):
         primal = module.primal(X, y, epochs=4, delta="1/10", **params)
-        dual = module.dual(X, y, epochs=4, delta="1/10", **params)
+        dual = module.dual(X, y, epochs=4, delta="1/10", engine="numpy", **params)
         assert primal.updates == dual.updates and len(primal.updates) > 200
         assert primal.mistakes == dual.mistakes
         assert np.allclose(primal.final["w"], dual.final["w"], rtol=1e-8, atol=1e-10)
@@ -124,8 +125,9 @@ def test_long_run_matches_the_reference():
     X, y = _noisy(50, 3, 5)
     for module, reference in ((fast_romma, reference_romma), (fast_pumma, reference_pumma)):
         expected = reference(X, y, epochs=3, delta="1/10", record_scores=True)
-        for form in ("primal", "dual"):
-            result = compare(expected, getattr(module, form)(X, y, epochs=3, delta="1/10"), X)
+        for form, engine in (("primal", "auto"), ("dual", "auto"), ("dual", "numpy")):
+            actual = getattr(module, form)(X, y, epochs=3, delta="1/10", engine=engine)
+            result = compare(expected, actual, X)
             assert result.ok, result.describe()
 
 
