@@ -697,7 +697,7 @@ def cases(size: float) -> list[tuple[str, str, Maker]]:
         out.append((name, rate, lambda T=T, noise=noise, p=p: (  # type: ignore[misc]
             *dense_data(rows(T), 100, noise, margin=0.1, seed=41), p)))
     for name in ("romma dual rbf", "pumma dual p=2 rbf"):
-        out.append((name, "40%", lambda: (  # type: ignore[misc]
+        out.append((name, "40%", lambda: (
             *dense_data(rows(5_000), 100, 0.02, margin=0.1, seed=41), 2.0,
             parse_kernel(MARGIN_RBF))))
     return out
