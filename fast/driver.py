@@ -44,11 +44,13 @@ def float_range_error(trial: int, example: int, score: float) -> FloatRangeError
 
 
 def finite_final(final: dict[str, Any], updates: list[int], n_examples: int) -> dict[str, Any]:
-    """``final`` itself when every number in it is finite; else the run stops as at a score
-    that is not finite (an update overflowed after the last score that could show it, as on
-    the last trial): FloatRangeError at the last update, by which the state had overflowed."""
+    """``final`` itself when every number in it is finite, or in a shadow run
+    (``forced_updates``: its non-finite scores do not stop it either); else the run stops
+    as at a score that is not finite (an update overflowed after the last score that could
+    show it, as on the last trial): FloatRangeError at the last update, by which the state
+    had overflowed."""
     bad = _non_finite(final)
-    if bad is None:
+    if bad is None or in_forced_run():   # a shadow run goes on as its scores do
         return final
     t = updates[-1] if updates else 0
     raise FloatRangeError(

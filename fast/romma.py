@@ -573,7 +573,8 @@ class DualSpace:
         if self.kernel.is_linear:
             S = len(self.support)
             rows = self.X[self.support] if S else self.X[:0]
-            w = rows.T @ self.coef[:S] if S else np.zeros(self.X.shape[1])
+            with np.errstate(over="ignore", invalid="ignore"):   # finite_final reports it
+                w = rows.T @ self.coef[:S] if S else np.zeros(self.X.shape[1])
             return {"w": np.asarray(w).ravel().tolist()}
         return {"alpha": self.coefficients().tolist()}
 

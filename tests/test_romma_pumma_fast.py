@@ -5,6 +5,7 @@ at a size CI affords (SPEC.md, "romma / pumma", fast forms)."""
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -16,6 +17,7 @@ from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import pumma as fast_pumma
 from perceptron_oracle.fast import romma as fast_romma
+from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.reference.pumma import NEWTON_TOLERANCE
 from perceptron_oracle.reference.pumma import pumma as reference_pumma
 from perceptron_oracle.reference.romma import romma as reference_romma
@@ -391,3 +393,26 @@ def test_forced_run_reports_the_update_tests_left_side(form):
     for t in made:
         assert (tested[t] < 0.75) == (t in plain.updates)
     assert set(plain.updates) - set(made) <= set(plain.updates[:2])   # start-up's two
+
+
+def test_a_shadow_run_whose_state_overflows_still_measures():
+    """A shadow run (``forced_updates``) goes on past a state beyond float64's range: the
+    last update, on x_11 = (1e-155, 0, 0), takes lam ~ 1/||x_11||^2 = inf, so the forms'
+    final w is not finite.  The errors measured before stay (a rounding's size); the run's
+    end must not stop on its final state, which lost the whole shadow (every a-priori flag
+    of the run kept)."""
+    from perceptron_oracle.reference.common import shadow_errors
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, (12, 3))
+    y = np.where(X @ np.array([1.0, -1.0, 0.5]) > 0, 1, -1)
+    X[11] = [1e-155, 0.0, 0.0]
+    expected = reference_romma(X, y, record_scores=True)
+    assert expected.updates[-1] == 11
+    with warnings.catch_warnings():          # a plain run stops there, one error, no warning
+        warnings.simplefilter("error")
+        for form in (fast_romma.primal, fast_romma.dual):
+            with pytest.raises(FloatRangeError):
+                form(X, y, engine="numpy")
+    errors = shadow_errors("romma", X, y, 1, "linear", {"delta": 0, "numbers": "auto"},
+                           expected)
+    assert errors is not None and max(errors[:11]) < 1e-15
