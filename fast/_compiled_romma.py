@@ -1,4 +1,5 @@
-"""The compiled per-trial loop (numba, optional) of ROMMA's primal form (``fast.romma``).
+"""The compiled per-trial loop (numba, optional) of ROMMA's primal form (``fast.romma``), and
+the compiled blocks of its kernel dual (below).
 
 One trial at a time in machine code: a dot product per trial (a vectorised loop over a dense
 row, its sum reassociated; a gather over the stored entries of a CSR row) and, at an update,
@@ -23,6 +24,15 @@ never the decisions outside the reference's fragile trials.
 
 The loop is ``fast._numba.romma_primal`` (with the jitted helpers it calls), compiled and
 cached as ``fast._compiled`` says, at the first compiled run.
+
+The dual form with a non-linear kernel on dense X is not a per-trial loop but a walk over
+blocks of kernel values (``fast.romma._dual_compiled``, ``fast._numba.romma_dual_block``;
+SPEC.md 14.7): one product gives a block's kernel values against the support of its start,
+the walk scores its trials in turn, solves an update by the dual's closed forms (``v.z`` the
+margin, ``||v||^2`` carried, D by ``||z||^2 ||v||^2 - (v.z)^2`` against ``SINGULAR``), and
+folds the update into the block's later scores.  It makes the windows' decisions, with its
+own rounding.  ``python -m perceptron_oracle.benchmarks --only "romma dual rbf"`` measures it
+against the T x |S| kernel block.
 """
 
 from __future__ import annotations
@@ -33,5 +43,6 @@ from . import _compiled
 
 
 def loops() -> ModuleType:
-    """The module holding the compiled loop (``romma_primal``), imported at its first call."""
+    """The module holding the compiled loops (``romma_primal``, ``romma_dual_block``),
+    imported at its first call."""
     return _compiled.kernels()

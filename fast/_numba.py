@@ -1502,3 +1502,137 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
                 return t + 1, count, 0
         t += 1
     return t, count, 0
+
+
+# -- ROMMA's kernel dual (fast.romma, engine "numba") --------------------------------------------
+
+@jit
+def romma_dual_step(zz: float, vz: float, vv: float, singular: float
+                    ) -> tuple[int, float, float]:
+    """Problem (2) with z = y x_j, c = 1 from kernel values (``fast.romma.step2`` without the
+    residual, as ``DualSpace`` calls it): (0 infeasible / 1 case (i), eq. (15) / 2 case (ii),
+    eq. (19), lambda, eta).  Infeasible: ||z||^2 = k(x_j, x_j) <= 0, or in case (ii)
+    D = ||z||^2 ||v||^2 - (v.z)^2 <= ``singular`` ||z||^2 ||v||^2 (``fast.romma.SINGULAR``).
+    Evaluated as written (no reassociation)."""
+    case = step_case(1.0, zz, vz, vv)
+    if case == 0:
+        return 0, 0.0, 0.0
+    if case == 1:
+        return 1, 1.0 / zz, 0.0
+    det = zz * vv - vz * vz
+    if det <= singular * zz * vv:
+        return 0, 0.0, 0.0
+    return 2, vv * (1.0 - vz) / det, (zz * vv - vz) / det
+
+
+@jit
+def romma_dual_enter(X: Any, sq: Any, j: int, drop: bool, slot: Any, rows: Any, sq_rows: Any,
+                     coef: Any, sup: Any, S: int) -> int:
+    """Example j into the support (row, squared norm, coefficient 0, its position in
+    ``slot``) unless it is in it; ``drop``: the support is emptied first (case (i):
+    eta = 0 sets every old coefficient to 0, so the old examples leave it).  ``sup`` holds
+    the examples by position.  Returns the support's size."""
+    if drop:
+        for s in range(S):
+            slot[sup[s]] = -1
+        S = 0
+    if slot[j] < 0:
+        slot[j] = S
+        rows[S] = X[j]
+        sq_rows[S] = sq[j]
+        sup[S] = j
+        coef[S] = 0.0
+        S += 1
+    return S
+
+
+@jit
+def romma_dual_fold(X: Any, sq: Any, j: int, lo: int, hi: int, Kt: Any, row: int, kind: int,
+                    degree: int, gamma: float, coef0: float, step: float, eta: float,
+                    base: Any) -> None:
+    """The scores of the block's trials after j under w' = eta w + step phi(x_j):
+    base[i - lo] <- eta base[i - lo] + step k(x_j, x_i), i = j+1 .. hi-1; the kernel values
+    are Kt's row ``row`` when x_j was a support at the block's start, else computed here
+    (``dual_block_column``)."""
+    if eta != 1.0:
+        for i in range(j + 1 - lo, hi - lo):
+            base[i] *= eta
+    if row >= 0:
+        column = Kt[row]
+        for i in range(j + 1 - lo, hi - lo):
+            base[i] += step * column[i]
+    else:
+        dual_block_column(X, sq, j, lo, hi, kind, degree, gamma, coef0, step, base)
+
+
+@jit
+def romma_dual_update(X: Any, sq: Any, j: int, label: float, margin: float, vv: float,
+                      kernel: Any, singular: float, slot: Any, rows: Any, sq_rows: Any,
+                      coef: Any, sup: Any, S: int) -> tuple[int, int, float, float, float]:
+    """The update test's problem at trial j (v.z = the margin y s, ||v||^2 = vv) and, when
+    feasible, the coefficients a <- eta a + lambda y_j e_j (``DualSpace.apply``) and
+    ||w'||^2 = lambda (lambda ||z||^2 + eta v.z) + eta (lambda v.z + eta ||v||^2).
+    ``kernel`` = (kind, degree, gamma, coef0) as floats.  Returns (case, S, the new ||w||^2,
+    lambda, eta); case 0 leaves everything as it was."""
+    kind, degree = int(kernel[0]), int(kernel[1])
+    zz = kernel_value(kind, degree, kernel[2], kernel[3], sq[j], sq[j], sq[j])
+    case, lam, eta = romma_dual_step(zz, margin, vv, singular)
+    if case == 0:
+        return 0, S, vv, 0.0, 0.0
+    S = romma_dual_enter(X, sq, j, case == 1, slot, rows, sq_rows, coef, sup, S)
+    if case == 2:
+        for s in range(S):
+            coef[s] *= eta
+    coef[slot[j]] += lam * label
+    vv = lam * (lam * zz + eta * margin) + eta * (lam * margin + eta * vv)
+    return case, S, vv, lam, eta
+
+
+@jit
+def romma_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kt: Any, krow: Any,
+                     base: Any, kernel: Any, threshold: float, singular: float,
+                     limits: Any, slot: Any, rows: Any, sq_rows: Any, coef: Any, sup: Any,
+                     state: Any, flags: Any, scores: Any, record: bool) -> int:
+    """ROMMA's dual over the examples lo .. hi-1 of one epoch (trial t0 + j for example j):
+    the score of example i starts as sum_s coef_s Kt[s, i - lo] over the S0 = state[2]
+    supports of the block's start (Kt[s] = k(x_s, X[lo:hi]); krow[i - lo] is example i's
+    row of Kt or -1), and each update folds into the later trials' scores
+    (``romma_dual_fold``).  Mistake iff y s <= 0; update iff y s < threshold, j is not the
+    last updated example (Lemma 4) and the problem is feasible (``romma_dual_update``).
+    The walk stops after the update that makes limits[0] (MAX_FOLDS) updates in this block,
+    or limits[1] (REFRESH) and S updates since ||v||^2 was last fresh (the caller recomputes
+    it; case (i) computes it afresh).  state = [last updated example, bad score, S,
+    ||v||^2, the example after the walk's last, updates since ||v||^2 was fresh].  Returns
+    the first trial with a score that is not finite, or -1."""
+    last, S, vv, stale = int(state[0]), int(state[2]), state[3], int(state[5])
+    kind, degree, gamma, coef0 = int(kernel[0]), int(kernel[1]), kernel[2], kernel[3]
+    dual_block_base(Kt, coef, S, base)
+    folds = 0
+    for j in range(lo, hi):
+        t = t0 + j
+        s = base[j - lo]
+        if not math.isfinite(s):
+            state[0], state[1], state[2], state[3], state[5] = last, s, S, vv, stale
+            return t
+        if record:
+            scores[t] = s
+        label = y[j]
+        margin = label * s
+        f = MISTAKE if margin <= 0.0 else 0
+        if margin < threshold and j != last:
+            case, S, vv, lam, eta = romma_dual_update(X, sq, j, label, margin, vv, kernel,
+                                                      singular, slot, rows, sq_rows, coef,
+                                                      sup, S)
+            if case > 0:
+                romma_dual_fold(X, sq, j, lo, hi, Kt, krow[j - lo], kind, degree, gamma,
+                                coef0, lam * label, eta, base)
+                f |= UPDATE
+                last, folds = j, folds + 1
+                stale = 0 if case == 1 else stale + 1
+                if folds >= limits[0] or stale >= max(limits[1], S):
+                    flags[t] = f
+                    hi = j + 1
+                    break
+        flags[t] = f
+    state[0], state[2], state[3], state[4], state[5] = last, S, vv, hi, stale
+    return -1

@@ -4,7 +4,9 @@ Forms ``primal`` (w in float64; linear kernel; dense or CSR X) and ``dual`` (any
 Both follow ``reference.romma`` trial for trial (SPEC.md, "romma / pumma") and share the
 block-ahead driver: the state changes only at an update, so a block of upcoming trials is
 scored with one product.  The primal form also runs as a compiled per-trial loop
-(``fast._compiled_romma``; ``engine=``), the default when numba is installed.
+(``fast._compiled_romma``; ``engine=``), the default when numba is installed, and so does the
+dual: with the linear kernel by the primal's loop, with another kernel on dense X by
+compiled blocks (``_dual_compiled``).
 
 This module also holds what ROMMA and PUMMA share (``fast.pumma`` imports it):
 
@@ -41,6 +43,7 @@ from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
 from . import _compiled
+from .blas_threads import OneBlasThread
 from .driver import finite_final, run_blocks
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
@@ -676,10 +679,15 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 
 def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
                record_scores: bool, engine: str = "numpy") -> Trace:
-    """A run of ``form``; with the linear kernel, by the compiled primal loop when
-    ``engine`` chooses it: the dual form's linear-kernel run is the primal's (w = sum_e a_e
-    x_e, the trace's ``final`` is w in both forms; SPEC.md 14.7)."""
-    if _compiled.choose(engine, compiled_serves=parse_kernel(kernel).is_linear) == "numba":
+    """A run of ``form``; by the compiled engine when ``engine`` chooses it: with the linear
+    kernel the primal loop, also for the dual form (w = sum_e a_e x_e, the trace's ``final``
+    is w in both forms; SPEC.md 14.7), with another kernel on dense X the compiled dual's
+    blocks (``_dual_compiled``); CSR X with another kernel takes the windows."""
+    kern = parse_kernel(kernel)
+    if _compiled.choose(engine, compiled_serves=kern.is_linear or not sp.issparse(X)) \
+            == "numba":
+        if form == "dual" and not kern.is_linear:
+            return _dual_compiled(X, y, epochs, kern, given, record_scores)
         return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
     model, p, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
@@ -723,6 +731,141 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
                  scores=scores.tolist() if record_scores else None)
 
 
+#: The compiled dual's blocks (``_dual_compiled``): trials per block within MIN .. MAX, at
+#: most MAX_VALUES kernel values in a block's product, FACTOR the price of a kernel value
+#: computed in the walk over one of the product (``fast.perceptron._Dual.block_length``).
+DUAL_MIN_BLOCK, DUAL_MAX_BLOCK, DUAL_MAX_VALUES, DUAL_FACTOR = 32, 2048, 1 << 18, 3.0
+
+
+def _dual_block_length(S0: int, entered: int, updates: int, seen: int) -> int:
+    """Trials in the compiled dual's next block.  Its kernel values against the S0 supports
+    of its start cost one level-3 product; a support entering inside the block costs one
+    kernel value per later trial of the block, computed in the walk; and the walk stops
+    after ``DualSpace.MAX_FOLDS`` updates.  So the block stays below S0 / (FACTOR r) trials
+    at the observed rate r of entering supports and below MAX_FOLDS / u at the rate u of
+    updates; within DUAL_MIN_BLOCK .. DUAL_MAX_BLOCK, at most DUAL_MAX_VALUES values."""
+    seen += 16
+    length = min(S0 * seen / (DUAL_FACTOR * (entered + 1)),
+                 DualSpace.MAX_FOLDS * seen / (updates + 1))
+    return max(DUAL_MIN_BLOCK, min(int(length), DUAL_MAX_BLOCK,
+                                   DUAL_MAX_VALUES // max(S0, 1)))
+
+
+class _DualStore:
+    """The compiled dual's support: its rows (``rows``, contiguous for the block's
+    product), squared norms, coefficients and examples by position, ``slot`` the position
+    of each example (-1 outside), ``kernel`` the kernel as the loops take it, ``loops``
+    ``fast._numba`` (``fast._compiled_romma.loops``)."""
+
+    def __init__(self, X: np.ndarray, kern: Kernel):
+        T, n = X.shape
+        self.X, self.sq = X, np.einsum("ij,ij->i", X, X)
+        self.kernel = np.array([{"poly": 1.0, "rbf": 2.0}[kern.name], kern.degree,
+                                float(kern.gamma), float(kern.coef0)])
+        self.slot = np.full(T, -1, dtype=np.int64)
+        self.rows, self.sq_rows, self.coef = np.zeros((0, n)), np.zeros(0), np.zeros(0)
+        self.sup = np.zeros(0, dtype=np.int64)
+        from . import _compiled_romma
+        self.loops = _compiled_romma.loops()
+
+    def room(self, S: int, need: int) -> None:
+        """Room for ``need`` supports (the first S kept), doubled when it grows."""
+        if self.rows.shape[0] >= need:
+            return
+        size = min(2 * need, self.X.shape[0])
+        rows, sq_rows, coef = np.zeros((size, self.X.shape[1])), np.zeros(size), np.zeros(size)
+        sup = np.zeros(size, dtype=np.int64)
+        rows[:S], sq_rows[:S], coef[:S], sup[:S] = (self.rows[:S], self.sq_rows[:S],
+                                                    self.coef[:S], self.sup[:S])
+        self.rows, self.sq_rows, self.coef, self.sup = rows, sq_rows, coef, sup
+
+    def kernel_block(self, A: np.ndarray, sq_a: np.ndarray, lo: int, hi: int,
+                     sq: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """k(a, b) for the rows a of A (squared norms sq_a) against the rows lo .. hi-1 of B
+        (squared norms sq): one product (BLAS ``dgemm``), then ``kernel_value``'s formula
+        (``fast._numba.dual_block_kernel``; the Gaussian's exp by numpy's vectorised exp)."""
+        Kt = np.matmul(A, B[lo:hi].T)
+        kind, degree, gamma, coef0 = self.kernel
+        self.loops.dual_block_kernel(sq, lo, hi, sq_a, A.shape[0], int(kind), int(degree),
+                                     gamma, coef0, Kt)
+        if kind == 2.0:
+            np.exp(Kt, out=Kt)
+        return Kt
+
+    def norm2(self, S: int) -> float:
+        """||w||^2 = a^T K a over the support, afresh (``DualSpace._refresh``)."""
+        rows, sq_rows, coef = self.rows[:S], self.sq_rows[:S], self.coef[:S]
+        return float(coef @ (self.kernel_block(rows, sq_rows, 0, S, sq_rows, rows) @ coef))
+
+    def alpha(self, S: int) -> np.ndarray:
+        """a_e for every example (0 outside the support)."""
+        out = np.zeros(self.X.shape[0])
+        out[self.sup[:S]] = self.coef[:S]
+        return out
+
+
+def _dual_walk(store: _DualStore, y: np.ndarray, epochs: int, threshold: float,
+               flags: np.ndarray, scores: np.ndarray, record: bool) -> tuple[int, np.ndarray]:
+    """The compiled dual's run: blocks of one epoch's examples (``_dual_block_length``),
+    each block's kernel values against the support of its start by one product, then
+    ``fast._numba.romma_dual_block`` walks it trial by trial, each update folded into the
+    later trials' scores, until the block's end or a stop (MAX_FOLDS updates in the
+    block, or ||w||^2 due afresh: recomputed here).  Returns the first trial whose score is
+    not finite (or -1) and the state [last, bad score, S, ||w||^2, next, stale]."""
+    X, T, loops = store.X, store.X.shape[0], store.loops
+    state = np.array([-1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    limits = np.array([DualSpace.MAX_FOLDS, DualSpace.REFRESH], dtype=np.int64)
+    base = np.zeros(DUAL_MAX_BLOCK)
+    entered = updates = seen = 0
+    for epoch in range(epochs):
+        lo = 0
+        while lo < T:
+            S0 = int(state[2])
+            hi = min(T, lo + _dual_block_length(S0, entered, updates, seen))
+            store.room(S0, min(S0 + hi - lo, T))
+            Kt = store.kernel_block(store.rows[:S0], store.sq_rows[:S0], lo, hi, store.sq, X)
+            krow = store.slot[lo:hi].copy()  # each example's row of Kt, or -1
+            bad = loops.romma_dual_block(
+                X, store.sq, y, lo, hi, epoch * T, Kt, krow, base, store.kernel, threshold,
+                SINGULAR, limits, store.slot, store.rows, store.sq_rows, store.coef,
+                store.sup, state, flags, scores, record)
+            if bad >= 0:
+                return int(bad), state
+            S, stop = int(state[2]), int(state[4])
+            if state[5] >= max(DualSpace.REFRESH, S):
+                state[3], state[5] = store.norm2(S), 0.0
+            done = np.flatnonzero(flags[epoch * T + lo:epoch * T + stop] & _compiled.UPDATE)
+            updates, entered = updates + done.size, entered + int(np.sum(krow[done] < 0))
+            seen, lo = seen + stop - lo, stop
+    return -1, state
+
+
+def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, Any],
+                   record_scores: bool) -> Trace:
+    """The dual form with a non-linear kernel on dense X by the compiled engine
+    (``_dual_walk``): the numpy dual's decisions (``DualSpace`` and ``_Romma``: the score,
+    the update test with Lemma 4's skip, the closed forms, feasibility and SINGULAR), its
+    own rounding; a case-(i) update drops the old support (eta = 0 makes every old
+    coefficient 0).  A score that is not finite stops the run as on the driver."""
+    p = PARAMS.resolve(given)
+    X, y = validate(X, y)
+    epochs = check_epochs(epochs)
+    T = y.shape[0]
+    store = _DualStore(X, kern)
+    flags = np.zeros(epochs * T, dtype=np.uint8)
+    scores = np.zeros(epochs * T if record_scores else 1)
+    with OneBlasThread(), np.errstate(all="ignore"):  # the blocks' many small products
+        bad, state = _dual_walk(store, y.astype(np.float64), epochs,
+                                1.0 - float(p["delta"]), flags, scores, record_scores)
+    _compiled.raise_if_bad(bad, T, state[1])
+    updates = np.flatnonzero(flags & _compiled.UPDATE).tolist()
+    alpha = store.alpha(int(state[2])).tolist()
+    return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=p, n_examples=T,
+                 epochs=epochs, mistakes=np.flatnonzero(flags & _compiled.MISTAKE).tolist(),
+                 updates=updates, final=finite_final({"alpha": alpha}, updates, T),
+                 scores=scores.tolist() if record_scores else None)
+
+
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
            numbers: Any = "auto", record_scores: bool = False, engine: str = "auto") -> Trace:
     """Primal form: w in float64.  ``numbers`` is the reference's arithmetic; it is checked
@@ -741,9 +884,11 @@ def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any 
     """Dual (kernel) form: one coefficient per support example; scores by windows of one
     kernel block against the support, each update folded into the window (DualSpace).
 
-    ``engine`` (the linear kernel): "numba" runs the primal form's compiled loop, whose w is
-    the dual's sum_e a_e x_e and the trace's ``final`` in both forms; "numpy" the windows
-    above; "auto" (the default) the compiled loop when numba is installed.  Other kernels
-    and shadow runs take the windows whatever was asked."""
+    ``engine``: "numba" runs, with the linear kernel, the primal form's compiled loop, whose
+    w is the dual's sum_e a_e x_e and the trace's ``final`` in both forms, with another
+    kernel on dense X the compiled blocks (``_dual_compiled``: one kernel block against the
+    support per block of trials, walked trial by trial in numba); "numpy" the windows
+    above; "auto" (the default) the compiled engine when numba is installed.  CSR X with a
+    non-linear kernel and shadow runs take the windows whatever was asked."""
     return _romma_run("dual", X, y, epochs, kernel, dict(delta=delta, numbers=numbers),
                       record_scores, engine)

@@ -59,7 +59,7 @@ def test_primal_engines_and_dual_match_reference(strategy, data):
 @needs_numba
 def test_the_linear_dual_runs_the_primal_loop():
     """With the linear kernel the dual form's compiled run is the primal's loop (the same
-    trace but its form); with another kernel ``engine`` leaves the windows in charge."""
+    trace but its form)."""
     X, y = _noisy(400, 6, seed=3)
     primal = fr.primal(X, y, delta="1/10", engine="numba", record_scores=True)
     dual = fr.dual(X, y, delta="1/10", engine="numba", record_scores=True)
@@ -68,14 +68,13 @@ def test_the_linear_dual_runs_the_primal_loop():
         (primal.mistakes, primal.updates, primal.scores, primal.final)
     windows = fr.dual(X, y, delta="1/10", engine="numpy", record_scores=True)
     assert windows.updates == dual.updates and windows.scores != dual.scores
-    rbf = {e: fr.dual(X[:60], y[:60], kernel="rbf:gamma=1", engine=e) for e in ENGINES}
-    assert rbf["numba"].final == rbf["numpy"].final
 
 
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
 @pytest.mark.parametrize("family", ["poly", "rbf"])
 @settings(max_examples=max(5, settings.default.max_examples // (4 * SHARE)))
 @given(data=st.data())
-def test_kernel_dual_matches_reference(family, data):
+def test_kernel_dual_matches_reference(family, engine, data):
     strategy = data.draw(st.sampled_from(sorted(SEQUENCES)), label="strategy")
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
     kernel = data.draw(KERNELS[family], label="kernel")
@@ -83,8 +82,8 @@ def test_kernel_dual_matches_reference(family, data):
     epochs = data.draw(st.integers(1, 2), label="epochs")
     X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
     expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
-    _check_run(expected, partial(fr.dual, X, y, epochs=epochs, kernel=kernel, **params), X,
-               f"dual {kernel}")
+    _check_run(expected, partial(fr.dual, X, y, epochs=epochs, kernel=kernel, engine=engine,
+                                 **params), X, f"dual {kernel} {engine}")
 
 
 def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +155,145 @@ def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
         fr.primal(X, y, engine="fortran")
 
 
+# -- the kernel dual's compiled blocks (fr._dual_compiled) ------------------------------------
+
+def _fixed_blocks(monkeypatch, length):
+    """The compiled dual's blocks fixed at ``length`` examples (the adaptive length puts few
+    updates inside the blocks of a short run); records each block's (lo, hi)."""
+    blocks = []
+    kernel_block = fr._DualStore.kernel_block
+
+    def spy(self, A, sq_a, lo, hi, sq, B):
+        if B is self.X:
+            blocks.append((lo, hi))
+        return kernel_block(self, A, sq_a, lo, hi, sq, B)
+
+    monkeypatch.setattr(fr, "_dual_block_length", lambda *args: length)
+    monkeypatch.setattr(fr._DualStore, "kernel_block", spy)
+    return blocks
+
+
+def _numpy_cases(monkeypatch):
+    """eta of each update of the numpy engine's runs (0: case (i)), from ``step2``."""
+    etas = []
+    step2 = fr.step2
+
+    def spy(*args, **kw):
+        out = step2(*args, **kw)
+        if out is not None:
+            etas.append(out[1])
+        return out
+
+    monkeypatch.setattr(fr, "step2", spy)
+    return etas
+
+
+def _check_blocks(expected, actual, X, label):
+    _check_run(expected, lambda: actual, X, label)
+    assert actual.mistakes == expected.mistakes and actual.updates == expected.updates
+    assert np.allclose(actual.scores, [float(s) for s in expected.scores], rtol=1e-12,
+                       atol=1e-12)
+    assert np.allclose(actual.final["alpha"], [float(a) for a in expected.final["alpha"]],
+                       rtol=1e-12, atol=1e-12)
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", ["rbf:gamma=1/2", "poly:degree=2,coef0=1"])
+def test_compiled_dual_updates_inside_a_block_change_its_later_scores(monkeypatch, kernel):
+    """Blocks of 7 holding several updates each, over three epochs (a support's second
+    update inside a block reads its row of the block's kernel values; a new support's
+    values are computed in the walk): the reference's decisions, scores and alpha."""
+    rng = np.random.default_rng(12)
+    T = 42
+    X = rng.integers(-3, 4, size=(T, 3)).astype(float)
+    y = np.where(rng.random(T) < 0.5, 1, -1)
+    blocks = _fixed_blocks(monkeypatch, 7)
+    expected = reference(X, y, epochs=3, kernel=kernel, record_scores=True)
+    actual = fr.dual(X, y, epochs=3, kernel=kernel, engine="numba", record_scores=True)
+    _check_blocks(expected, actual, X, f"dual {kernel}, blocks of 7")
+    assert blocks[:6] == [(lo, lo + 7) for lo in range(0, T, 7)]
+    for lo, hi in blocks:
+        inside = [u for u in actual.updates if lo <= u % T < hi - 1]
+        assert len(inside) >= 2, (lo, hi, actual.updates)
+    first = {u % T: u for u in reversed(actual.updates)}
+    assert any(u != first[u % T] and u % T % 7 != 6 for u in actual.updates)
+
+
+@needs_numba
+def test_compiled_dual_case_one_drops_the_support_inside_a_block(monkeypatch):
+    """Case (i) (eta = 0) at updates after the first, inside a block of 7 (rows of small
+    integers scaled by powers of 2, the homogeneous quadratic kernel: a short row aligned
+    with w gives case (i)): the old support leaves, the block's later scores are
+    lambda y_j k(x_j, x) alone, as the reference's."""
+    rng = np.random.default_rng(6)
+    T, kernel = 40, "poly:degree=2,coef0=0"
+    X = rng.integers(-3, 4, size=(T, 3)) * 2.0 ** -rng.integers(0, 3, size=(T, 1))
+    y = np.where(rng.random(T) < 0.5, 1, -1)
+    etas = _numpy_cases(monkeypatch)
+    windows = fr.dual(X, y, epochs=2, kernel=kernel, engine="numpy")
+    case_one = [u for u, eta in zip(windows.updates, etas) if eta == 0.0]
+    blocks = _fixed_blocks(monkeypatch, 7)
+    expected = reference(X, y, epochs=2, kernel=kernel, record_scores=True)
+    actual = fr.dual(X, y, epochs=2, kernel=kernel, engine="numba", record_scores=True)
+    _check_blocks(expected, actual, X, "dual poly, case (i) in a block")
+    assert actual.updates == windows.updates
+    within = [u for u in case_one[1:] if any(lo <= u % T < hi - 1 for lo, hi in blocks)]
+    assert within
+    dropped = ({u % T for u in actual.updates if u < within[0]}
+               - {u % T for u in actual.updates if u >= within[0]})
+    assert dropped and all(actual.final["alpha"][e] == 0.0 for e in dropped)
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", ["rbf:gamma=1/2", "poly:degree=3,coef0=1,gamma=1/4"])
+def test_kernel_dual_engines_agree_on_a_longer_run(kernel):
+    """Some thousands of trials, two epochs, the adaptive blocks (stops after MAX_FOLDS
+    updates and at ||w||^2's refresh included): the numpy engine's decisions, its scores
+    and alpha to rounding."""
+    X, y = _noisy(1500, 8, seed=13)
+    a = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numpy",
+                record_scores=True)
+    b = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numba",
+                record_scores=True)
+    assert a.mistakes == b.mistakes and a.updates == b.updates and len(a.updates) > 300
+    assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9)
+    assert np.allclose(a.final["alpha"], b.final["alpha"], rtol=1e-8, atol=1e-8)
+
+
+@needs_numba
+def test_kernel_dual_overflow_names_the_same_trial_in_both_engines():
+    X, y = _noisy(30, 3, seed=14)
+    X[10] *= 1e200  # k(x_s, x_10) ~ 1e400 under the quadratic kernel: the score overflows
+    assert_engines_stop_alike(lambda engine: fr.dual(X, y, epochs=2, engine=engine,
+                                                     kernel="poly:degree=2"))
+    assert fr.dual(X[:10], y[:10], kernel="poly:degree=2").updates
+
+
+@needs_numba
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_kernel_dual_nan_or_infinity_in_x_is_validates_data_error(bad):
+    X, y = _noisy(50, 4, seed=15)
+    X[30, 2] = bad
+    assert_bad_value_named(lambda data, engine: fr.dual(data, y, engine=engine,
+                                                        kernel="rbf:gamma=1"), X, bad)
+
+
+@needs_numba
+def test_kernel_dual_csr_and_forced_runs_take_the_windows(monkeypatch):
+    """CSR X with a non-linear kernel, and shadow runs, take the numpy engine's windows
+    whatever ``engine`` asked (documented fallbacks)."""
+    X, y = _noisy(80, 5, seed=16)
+    X[np.abs(X) < 0.4] = 0.0
+    windows = fr.dual(X, y, kernel="rbf:gamma=1", engine="numpy", record_scores=True)
+    monkeypatch.setattr(fr, "_dual_walk", lambda *a: pytest.fail("compiled dual ran"))
+    sparse = fr.dual(sp.csr_matrix(X), y, kernel="rbf:gamma=1", engine="numba",
+                     record_scores=True)
+    assert sparse.updates == windows.updates and sparse.mistakes == windows.mistakes
+    with forced_updates(windows.updates[::2]):
+        forced = fr.dual(X, y, kernel="rbf:gamma=1", engine="numba", record_scores=True)
+    assert forced.updates == windows.updates[::2] and len(forced.scores) == 80
+
+
 # -- the dual form: running products and the kernel cache -------------------------------------
 
 def _dual_model(X, y, kernel, epochs=1):
@@ -192,12 +330,12 @@ def test_dual_kernel_cache_stays_within_its_cap(monkeypatch):
     """A cap of 40 kernel rows: the chunks never hold more, rows beyond it are computed per
     block, and the run is the uncapped run."""
     X, y = _noisy(300, 4, seed=7)
-    full = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2)
+    full = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2, engine="numpy")
     monkeypatch.setattr(fr, "KERNEL_CACHE_BYTES", 40 * 8 * 300)
     space = _dual_model(X, y, "rbf:gamma=1", epochs=2)
     assert len(space.support) > 40
     assert sum(c.nbytes for c in space.chunks) <= 40 * 8 * 300
-    capped = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2)
+    capped = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2, engine="numpy")
     assert capped.updates == full.updates and capped.mistakes == full.mistakes
     assert np.allclose(capped.final["alpha"], full.final["alpha"], rtol=1e-9, atol=1e-12)
 
@@ -206,8 +344,8 @@ def test_dual_on_csr_input_is_the_dense_run():
     X, y = _noisy(200, 6, seed=8)
     X[np.abs(X) < 0.4] = 0.0
     for kernel in ("linear", "rbf:gamma=1"):
-        dense = fr.dual(X, y, kernel=kernel)
-        sparse = fr.dual(sp.csr_matrix(X), y, kernel=kernel)
+        dense = fr.dual(X, y, kernel=kernel, engine="numpy")
+        sparse = fr.dual(sp.csr_matrix(X), y, kernel=kernel, engine="numpy")
         assert dense.updates == sparse.updates and dense.mistakes == sparse.mistakes
 
 
