@@ -139,6 +139,9 @@ class StateP:
         self.xis: dict[int, Any] = {}   # xi_j by example index (0 where absent)
         self.newton_steps = 0
         self.doubt = False   # the last problem (3) was nearly infeasible (SPEC.md 14.5)
+        #: the last case-(ii) update's (z, th, v, xi', lam, eta, phi'), for the error
+        #: model's Jacobian of the update map (``pumma_errors.ThetaError``); None in case (i)
+        self.solved: tuple[Any, ...] | None = None
 
     def dot(self, j: int) -> Any:
         return self.ctx.fsum(a * b for a, b in zip(self.w, self.rows[j]))
@@ -197,9 +200,11 @@ class StateP:
                ) -> tuple[Any, float, bool] | None:
         """Problem (3) for the pair: (the new b, kappa, case_ii), or None if infeasible.
         Sets ``self.doubt`` when the problem is nearly infeasible; solving it then loses
-        ``model``'s state (SPEC.md 14.5; ``m`` is State2's, unused here)."""
+        ``model``'s state (SPEC.md 14.5; ``m`` is State2's, unused here).  Keeps case
+        (ii)'s inputs and solution in ``solved``."""
         ctx, num, p, C = self.ctx, self.num, self.p, self.C
         self.doubt = False
+        self.solved = None
         z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
         v = self.w
         th = self.link(v, self.q)                               # f(v)
@@ -241,8 +246,10 @@ class StateP:
                 model.lost = True   # a nearly infeasible problem (3) solved
             kappa = float((zz2 * tt2 + zt * zt) / D)
             lam, eta = self._newton(z, th, vv, xp, xn, xi2)
-            w = self.link([lam * a + eta * b for a, b in zip(z, th)], p)
+            phi = [lam * a + eta * b for a, b in zip(z, th)]
+            w = self.link(phi, p)
             case_ii = True
+            self.solved = (z, th, v, self.xis, lam, eta, phi)
         if C is not None:
             new_xi = {i: eta * s for i, s in self.xis.items() if eta != 0}
             new_xi[pos] = new_xi.get(pos, num(0)) + lam / C
