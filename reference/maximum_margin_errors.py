@@ -6,8 +6,9 @@ Learning of Approximate Maximum p-Norm Margin Classifiers with Bias", COLT 2008;
 problem (2) is the case r = 1), so one model serves both:
 
 - ``ErrorModel``: the relative error rho a float64 form's coefficients may carry after each
-  update (the p = 2 rule with absolute slacks, and the kappa rule for PUMMA's p > 2 and for
-  the mpmath reference's own error), each score's error bound and the fragile test;
+  update (the p = 2 rule with absolute slacks; for PUMMA's p > 2 the caller's,
+  ``pumma_errors.ThetaError``), the mpmath reference's own error by the kappa rule, each
+  score's error bound and the fragile test;
 - ``step_errors``: an update's sensitivity, a first-order perturbation of (15)/(19) given
   the errors of ||v||^2 (``norm_error``), ||z||^2 and v.z;
 - ``bound``, ``dual_bounds``, ``remember_bounds``: the final bounds a run attaches to its
@@ -62,14 +63,16 @@ class ErrorModel:
     A near-singular update (``step_errors`` fragile) that the reference takes sets ``lost``:
     every later score error is infinite and every final bound ANY_STATE.
 
-    p > 2 (PUMMA's primal w; no slacks), and rho_ref (the mpmath reference's own error, at
-    u = 2^-bits, for both): the kappa rule
+    p > 2 (PUMMA's primal w; no slacks): the caller sets rho after each update from the
+    error ellipsoid it carries (``pumma_errors.ThetaError``, SPEC.md 14.5).
 
-        case (i):   rho' = 4 (m + 8) u                         (w depends on z alone)
-        case (ii):  rho' = 2 sqrt(kappa) rho + 4 kappa (m + 8) u  + newton
+    rho_ref (the mpmath reference's own error, at u = 2^-bits, for every p): the kappa rule
+
+        case (i):   rho_ref' = 4 (m + 8) u + newton                     (w depends on z alone)
+        case (ii):  rho_ref' = 2 sqrt(kappa) rho_ref + 4 kappa (m + 8) u + newton
 
     kappa = (vv zz + vz^2) / D the condition of the 2 x 2 system (section 3.1); ``newton``
-    the tolerance a p > 2 form's Newton solver is allowed (PUMMA: NEWTON_TOLERANCE kappa).
+    the tolerance the reference's Newton solver is allowed (PUMMA p > 2).
     """
 
     def __init__(self, unit: float = UNIT_ROUNDOFF, ref_unit: float = 0.0):
@@ -80,21 +83,16 @@ class ErrorModel:
         self.unit = unit
         self.ref_unit = ref_unit
 
-    def update(self, case_ii: bool, kappa: float, m: int, newton: float = 0.0,
-               ref_newton: float = 0.0, rho_lam: float | None = None) -> None:
+    def update(self, case_ii: bool, kappa: float, m: int, ref_newton: float = 0.0,
+               rho_lam: float | None = None) -> None:
         """After an update.  p = 2 (``rho_lam`` given, from ``step``): rho' = max(rho,
         rho_lam) + 4 (m + 8) u in case (ii) (eta alpha keeps alpha's relative error; eta's
         own error goes to the callers' absolute slack), rho' = rho_lam + 4 (m + 8) u in case
-        (i) (the old coefficients are dropped).  p > 2 (no ``rho_lam``): the kappa rule of
-        the class docstring.  rho_ref (the reference's own error) always by the kappa rule."""
+        (i) (the old coefficients are dropped).  p > 2 (no ``rho_lam``): rho is the
+        caller's.  rho_ref (the reference's own error) always by the kappa rule."""
         if rho_lam is not None:
             base = max(self.rho, rho_lam) if case_ii else rho_lam
             self.rho = min(base + 4 * (m + 8) * self.unit, ANY_STATE)
-        elif case_ii:
-            self.rho = min(2 * math.sqrt(kappa) * self.rho + 4 * kappa * (m + 8) * self.unit
-                           + newton, ANY_STATE)
-        else:
-            self.rho = 4 * (m + 8) * self.unit
         if case_ii:
             self.rho_ref = min(2 * math.sqrt(kappa) * self.rho_ref + 4 * kappa * (m + 8)
                                * self.ref_unit + ref_newton, ANY_STATE)

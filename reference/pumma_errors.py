@@ -224,20 +224,21 @@ class PummaErrors:
         """After the update that completes the pair (case (i) from v = 0)."""
         self.b_magnitude = st.pair_magnitude(pos, neg)
         m = len(self.rows[0]) + 8
-        self.model.update(False, 1.0, m, self.newton, self.ref_newton,
+        self.model.update(False, 1.0, m, self.ref_newton,
                           rho_lam=st.rho_lam if self.two else None)
         if self.theta is not None:
             self._carry(st, pos, neg, False, 1.0, m)
 
     def updated(self, st: Any, pos: int, neg: int, case_ii: bool, kappa: float,
                 m: int) -> None:
-        """After an update (``ErrorModel.update``; Newton's tolerance times kappa)."""
+        """After an update (``ErrorModel.update``; p > 2 ``_carry``, with Newton's
+        tolerance times kappa)."""
         self.b_magnitude = st.pair_magnitude(pos, neg)
         if self.two:
             invC = 0.0 if st.invC is None else float(st.invC)
             self.b_slack = (st.slack_error(pos) + st.slack_error(neg)
                             + 2 * (st.slack[pos] + st.slack[neg]) * invC) / 2
-        self.model.update(case_ii, kappa, m, self.newton * kappa, self.ref_newton * kappa,
+        self.model.update(case_ii, kappa, m, self.ref_newton * kappa,
                           rho_lam=st.rho_lam if self.two else None)
         if self.theta is not None:
             self._carry(st, pos, neg, case_ii, kappa, m)
