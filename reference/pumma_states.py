@@ -203,8 +203,7 @@ class StateP:
         ``model``'s state (SPEC.md 14.5; ``m`` is State2's, unused here).  Keeps case
         (ii)'s inputs and solution in ``solved``."""
         ctx, num, p, C = self.ctx, self.num, self.p, self.C
-        self.doubt = False
-        self.solved = None
+        self.doubt, self.solved = False, None
         z = [a - b for a, b in zip(self.rows[pos], self.rows[neg])]
         v = self.w
         th = self.link(v, self.q)                               # f(v)
@@ -247,8 +246,7 @@ class StateP:
             kappa = float((zz2 * tt2 + zt * zt) / D)
             lam, eta = self._newton(z, th, vv, xp, xn, xi2)
             phi = [lam * a + eta * b for a, b in zip(z, th)]
-            w = self.link(phi, p)
-            case_ii = True
+            w, case_ii = self.link(phi, p), True
             self.solved = (z, th, v, self.xis, lam, eta, phi)
         if C is not None:
             new_xi = {i: eta * s for i, s in self.xis.items() if eta != 0}
