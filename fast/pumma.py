@@ -33,7 +33,7 @@ from ..reference.pumma import PARAMS
 from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
-from . import _compiled
+from . import _compiled, _compiled_pumma
 from .driver import finite_final, forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
@@ -77,12 +77,14 @@ class PNormSpace(PrimalSpace):
     """Primal state for p > 2: w, theta = f(w), tt = ||w||_q^2 = ||theta||_p^2, and the
     augmented coordinates a of the soft margin."""
 
-    def __init__(self, X: Any, T: int, C: float | None, p: float):
+    def __init__(self, X: Any, T: int, C: float | None, p: float, compiled: bool = False):
         super().__init__(X, T, C)
         self.p = p
         self.theta = np.zeros(X.shape[1])
         self.tt = 0.0
         self.last = (0.0, 1.0)  # the previous case (ii) solution (alpha, beta)
+        #: ``fast._numba`` when the engine is numba (the compiled Newton and f^-1), else None
+        self.kernels: Any = _compiled_pumma.loops() if compiled else None
 
     def row(self, e: int) -> np.ndarray:
         if sp.issparse(self.X):
@@ -93,7 +95,6 @@ class PNormSpace(PrimalSpace):
         """(alpha, beta, phi) solving problem (3) / (24) for the pair, or None if it is
         infeasible (z = 0 without soft margin; (z, E) a nonpositive multiple of (theta,
         C xi') in case (ii): reference.pumma's 2-norm Gram test)."""
-        p = self.p
         z = self.row(pos) - self.row(neg)
         inv_c = self.inv_c
         soft = self.a is not None
@@ -101,7 +102,7 @@ class PNormSpace(PrimalSpace):
         vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
         ss = float(self.a @ self.a) * inv_c if soft else 0.0              # C ||xi'||^2
         target = self.tt + ss                                              # ||v~||^2
-        Fz = f_inverse(z, p)
+        Fz = self.f_inverse(z)
         nz = float(Fz @ z)                                                 # ||z||_p^2
         if nz + zs <= 0.0:
             return None
@@ -128,7 +129,18 @@ class PNormSpace(PrimalSpace):
             res += float(extra @ extra)
         if zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2:
             return None
+        if self.kernels is not None:
+            return self._newton_compiled(z, zs, vs, ss, target, alpha)
         return self._newton(z, zs, vs, ss, target, alpha)
+
+    def f_inverse(self, phi: np.ndarray) -> np.ndarray:
+        """f^{-1}(phi) (Lemma 3), by :func:`f_inverse` or, on the numba engine, by the
+        compiled gradient of ||phi||_p^2 / 2 (``fast._numba.pnorm_gradient``, the same map)."""
+        if self.kernels is None:
+            return f_inverse(phi, self.p)
+        out = np.empty_like(phi)
+        self.kernels.pnorm_gradient(phi, self.p, out)
+        return out
 
     def pair_apply(self, pos: int, neg: int, solution: tuple[float, float, np.ndarray]
                    ) -> None:
@@ -136,9 +148,12 @@ class PNormSpace(PrimalSpace):
         if beta:
             self.last = (alpha, beta)
         self.theta = phi
-        self.w = f_inverse(phi, self.p)
-        n = pnorm(phi, self.p)
-        self.tt = n * n
+        self.w = self.f_inverse(phi)
+        if self.kernels is None:
+            n = pnorm(phi, self.p)
+            self.tt = n * n
+        else:  # w = f^{-1}(theta): w.theta = ||theta||_p^2
+            self.tt = float(self.w @ phi)
         if self.a is not None:
             self.a *= beta
             self.a[pos] += alpha
@@ -155,9 +170,7 @@ class PNormSpace(PrimalSpace):
         + 2 alpha + beta ||v~||^2 (eq. (18); the slack part from the Lagrangian of (24)):
         damped Newton steps (:meth:`_direction`, :meth:`_line_search`) from :meth:`_start`,
         finished by :meth:`_finish` when they stop short of the KKT point."""
-        A = np.stack([z, self.theta])
-        S = np.array([[zs, vs], [vs, ss]])
-        rhs = np.array([2.0, target])
+        A, S, rhs = self._dual_parts(z, zs, vs, ss, target)
         x, value = self._start(A, S, rhs)
         for _ in range(NEWTON_MAX_STEPS):
             step = self._direction(x, A, S, rhs)
@@ -181,6 +194,28 @@ class PNormSpace(PrimalSpace):
         if self._residual(x, A, S, rhs) > NEWTON_TOLERANCE:
             x = self._finish(x, z, vs, ss, target, A, S, rhs)
         return float(x[0]), float(x[1]), x @ A
+
+    def _newton_compiled(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
+                         alpha_i: float) -> tuple[float, float, np.ndarray]:
+        """:meth:`_newton` by the compiled loop (``fast._numba.pumma_newton``): the same
+        start, steps, line search and stopping rules, its sums in another order; the
+        finishing pass (:meth:`_finish`) in Python when its residual exceeds
+        NEWTON_TOLERANCE."""
+        phi = np.empty_like(z)
+        alpha, beta, residual = self.kernels.pumma_newton(
+            z, self.theta, zs, vs, ss, target, alpha_i, self.p, self.last[0], self.last[1],
+            NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)
+        if residual > NEWTON_TOLERANCE:
+            A, S, rhs = self._dual_parts(z, zs, vs, ss, target)
+            x = self._finish(np.array([alpha, beta]), z, vs, ss, target, A, S, rhs)
+            return float(x[0]), float(x[1]), x @ A
+        return alpha, beta, phi
+
+    def _dual_parts(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dual (18) as phi = x A, its slack part x S x and its linear part rhs.x."""
+        return (np.stack([z, self.theta]), np.array([[zs, vs], [vs, ss]]),
+                np.array([2.0, target]))
 
     def _start(self, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
                ) -> tuple[np.ndarray, float]:
@@ -380,31 +415,33 @@ def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, dic
     return kern, params
 
 
-def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
-          ) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
+def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+          compiled: bool = False) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
     """The model of a run (the experiments continue it epoch by epoch), its resolved
-    parameters, the validated data and epochs."""
+    parameters, the validated data and epochs; ``compiled``: p > 2 solves by the compiled
+    Newton (``PNormSpace``)."""
     kern, params = _resolve(form, kernel, given)
     p = float(params["p"])
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     T = y.shape[0]
     C = None if params["C"] is None else float(params["C"])
-    space = PNormSpace(X, T, C, p) if p != 2.0 else make_space(form, X, T, C, kern)
+    space = PNormSpace(X, T, C, p, compiled) if p != 2.0 else make_space(form, X, T, C, kern)
     return _Pumma(space, y, float(params["delta"]), p), params, X, y, epochs
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str = "numpy") -> Trace:
-    """A run of ``form``; with p = 2 and the linear kernel, by the compiled primal loop when
-    ``engine`` chooses it (``fast._compiled.choose``: never under ``forced_updates``): the
-    dual form's linear-kernel run is the primal's (w = sum_e a_e x_e, the trace's ``final``
-    in both forms; SPEC.md 14.7)."""
+    """A run of ``form``; with the linear kernel and when ``engine`` chooses numba
+    (``fast._compiled.choose``: never under ``forced_updates``), for p = 2 by the compiled
+    primal loop (the dual form's linear-kernel run is the primal's: w = sum_e a_e x_e, the
+    trace's ``final`` in both forms; SPEC.md 14.7), for p > 2 by the block-ahead driver
+    with the compiled Newton."""
     kern, params = _resolve(form, kernel, given)
-    serves = kern.is_linear and float(params["p"]) == 2.0
-    if _compiled.choose(engine, compiled_serves=serves) == "numba":
+    compiled = _compiled.choose(engine, compiled_serves=kern.is_linear) == "numba"
+    if compiled and float(params["p"]) == 2.0:
         return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
-    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given, compiled)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
                  params=params, n_examples=y.shape[0], epochs=epochs,
