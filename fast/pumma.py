@@ -12,7 +12,10 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
   coordinates, with the exact 2 x 2 Hessian and warm-started from the previous update's
   (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
   (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
-  as the augmented coordinates of the p = 2 case.
+  as the augmented coordinates of the p = 2 case.  On the numba engine the same Newton runs
+  compiled (``fast._numba.pumma_newton``, one call per update instead of some hundred
+  numpy calls on 2-vectors), and f^{-1} by ``fast._numba.pnorm_gradient``; the block-ahead
+  driver and the finishing pass stay in Python.
 - ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
   on the support Gram matrix's diagonal, by example identity across epochs.
 """
@@ -519,8 +522,10 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
     ``engine`` (p = 2): "numba" runs the compiled per-trial loop (``fast._compiled_pumma``),
     "numpy" the block-ahead driver scoring a block with X[block] @ w, "auto" (the default)
     the compiled loop when numba is installed (``fast._compiled`` says how numba is found).
-    p > 2 and runs under ``forced_updates`` (shadow runs) take the numpy path whatever was
-    asked, as does :func:`forced_run`."""
+    p > 2: the block-ahead driver on either engine, with "numba" (and "auto" with numba
+    installed) solving each update by the compiled Newton (``PNormSpace``).  Runs under
+    ``forced_updates`` (shadow runs) take the numpy path whatever was asked, as does
+    :func:`forced_run`."""
     return _run("primal", X, y, epochs, kernel,
                 dict(p=p, delta=delta, C=C, numbers=numbers), record_scores, engine)
 
