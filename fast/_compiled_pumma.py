@@ -30,8 +30,12 @@ NaN or infinity in dense X (at start-up the loop forms the row's product with w 
 every row is checked).  Float64 rounding may differ from the numpy path (another summation
 order), never the decisions outside the reference's fragile trials.
 
+p > 2 has no compiled loop: the block-ahead driver runs, and with ``engine`` "numba" (or
+"auto" with numba installed) each case-(ii) update's Newton on the dual (18) is the compiled
+``fast._numba.pumma_newton`` (``fast.pumma.PNormSpace``; the finishing pass stays in Python).
+
 Not compiled (the numpy path runs, whatever ``engine`` asked; documented fallbacks, not
-errors): p > 2 (Newton on the dual (18)), the dual form, and every shadow run: a run under
+errors): the dual form with another kernel, and every shadow run: a run under
 ``fast.driver.forced_updates`` (``fast._compiled.choose``) and ``fast.pumma.forced_run``,
 which records the update test's left side y score + xi_j beside each score (the
 reference's soft-margin fragile rule reads both) and is the block-ahead driver's only.
@@ -48,5 +52,6 @@ from . import _compiled
 
 
 def loops() -> ModuleType:
-    """The module holding the compiled loop (``pumma_primal``), imported at its first call."""
+    """The module holding the compiled loop (``pumma_primal``) and the p > 2 Newton
+    (``pumma_newton``), imported at its first call."""
     return _compiled.kernels()

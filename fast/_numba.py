@@ -1636,3 +1636,154 @@ def romma_dual_block(X: Any, sq: Any, y: Any, lo: int, hi: int, t0: int, Kt: Any
         flags[t] = f
     state[0], state[2], state[3], state[4], state[5] = last, S, vv, hi, stale
     return -1
+
+
+# -- PUMMA p > 2: the damped Newton on the dual (18) (fast.pumma.PNormSpace) -------------------
+
+@jit(reassoc=True)
+def pumma_phi_sums(x0: float, x1: float, z: Any, theta: Any, p: float, sums: Any) -> float:
+    """The sums over i of phi = x0 z + x1 theta that the dual (18), its gradient and its
+    Hessian read, on s = phi / m, m = max|phi_i| (returned; NaN if a phi_i is): with
+    a = |s|, sums = [sum a^p, z.F, theta.F, sum a^(p-2) z z, sum a^(p-2) z theta,
+    sum a^(p-2) theta theta, |z|.|F|, |theta|.|F|], F_i = sign(s_i) a_i^(p-1) (f^{-1}(s)
+    times ||s||_p^(p-2), Lemma 3).  An integer p - 2 up to 6 takes its power by products,
+    each factor a or 1.0 (as ``pnorm_powers``: no inner loop, the sums vectorise)."""
+    n = z.shape[0]
+    m = 0.0
+    for i in range(n):
+        a = abs(x0 * z[i] + x1 * theta[i])
+        if a > m or math.isnan(a):
+            m = a
+    e = p - 2.0
+    whole = int(e) if e == math.floor(e) and e <= 6.0 else 0
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+    if m != 0.0:
+        for i in range(n):
+            s = (x0 * z[i] + x1 * theta[i]) / m
+            a = abs(s)
+            if whole:
+                pw = a
+                pw *= a if whole >= 2 else 1.0
+                pw *= a if whole >= 3 else 1.0
+                pw *= a if whole >= 4 else 1.0
+                pw *= a if whole >= 5 else 1.0
+                pw *= a if whole >= 6 else 1.0
+            else:
+                pw = a ** e
+            g = pw * a
+            f = math.copysign(g, s)
+            zi, ti = z[i], theta[i]
+            s0 += g * a
+            s1 += zi * f
+            s2 += ti * f
+            s3 += pw * zi * zi
+            s4 += pw * zi * ti
+            s5 += pw * ti * ti
+            s6 += abs(zi) * g
+            s7 += abs(ti) * g
+    sums[0], sums[1], sums[2], sums[3] = s0, s1, s2, s3
+    sums[4], sums[5], sums[6], sums[7] = s4, s5, s6, s7
+    return m
+
+
+@jit
+def pumma_dual_value(x0: float, x1: float, z: Any, theta: Any, p: float, zs: float,
+                     vs: float, ss: float, target: float, sums: Any) -> float:
+    """L*(x0, x1) = -||phi||_p^2 / 2 - x S x / 2 + 2 x0 + target x1 (eq. (18) with the soft
+    margin's slack part, S = [[zs, vs], [vs, ss]]); ``fast.pumma.PNormSpace._dual_value``."""
+    m = pumma_phi_sums(x0, x1, z, theta, p, sums)
+    norm = m * sums[0] ** (1.0 / p) if m > 0.0 else 0.0
+    quad = (x0 * zs + x1 * vs) * x0 + (x0 * vs + x1 * ss) * x1
+    return -0.5 * norm * norm - 0.5 * quad + (2.0 * x0 + target * x1)
+
+
+@jit
+def pumma_newton_step(x0: float, x1: float, z: Any, theta: Any, p: float, zs: float,
+                      vs: float, ss: float, target: float, singular: float, sums: Any
+                      ) -> tuple[bool, float, float]:
+    """Newton's step at (x0, x1) with the exact 2 x 2 Hessian of the dual, (True, step), or
+    (False, 0, 0) where the Hessian is singular (or not finite): ``PNormSpace._direction``
+    (gradient rhs - A f^{-1}(phi) - S x; Hessian A diag((p-1) a^(p-2) / N^(p-2)) A^T
+    - (p-2) (A F)(A F)^T / N^2 + S, N = ||s||_p, A F over N^(p-2))."""
+    m = pumma_phi_sums(x0, x1, z, theta, p, sums)
+    norm = sums[0] ** (1.0 / p) if m > 0.0 else 1.0
+    lift = norm ** (p - 2.0)
+    af0, af1 = sums[1] / lift, sums[2] / lift
+    g0 = 2.0 - m * af0 - (zs * x0 + vs * x1)
+    g1 = target - m * af1 - (vs * x0 + ss * x1)
+    c = (p - 1.0) / lift
+    k = (p - 2.0) / (norm * norm)
+    h00 = c * sums[3] - k * af0 * af0 + zs
+    h01 = c * sums[4] - k * af0 * af1 + vs
+    h11 = c * sums[5] - k * af1 * af1 + ss
+    det = h00 * h11 - h01 * h01
+    if not det > singular * abs(h00 * h11) or not math.isfinite(det):
+        return False, 0.0, 0.0
+    return True, (h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det
+
+
+@jit
+def pumma_line_search(x0: float, x1: float, value: float, d0: float, d1: float, z: Any,
+                      theta: Any, p: float, zs: float, vs: float, ss: float, target: float,
+                      sums: Any) -> tuple[float, float, float]:
+    """Backtracking from the full step: the candidate and its dual value
+    (``PNormSpace._line_search``: accepted when it loses no more than 1e-14 relative, or
+    once t < 1e-6)."""
+    t = 1.0
+    while True:
+        c0, c1 = x0 + t * d0, x1 + t * d1
+        value_c = pumma_dual_value(c0, c1, z, theta, p, zs, vs, ss, target, sums)
+        if value_c >= value - 1e-14 * abs(value) or t < 1e-6:
+            return c0, c1, value_c
+        t *= 0.5
+
+
+@jit
+def pumma_residual(x0: float, x1: float, z: Any, theta: Any, p: float, zs: float, vs: float,
+                   ss: float, target: float, sums: Any) -> float:
+    """The KKT residual of (17) relative to the magnitude of its terms
+    (``PNormSpace._residual``): w = f^{-1}(phi) = (m / N^(p-2)) F."""
+    m = pumma_phi_sums(x0, x1, z, theta, p, sums)
+    lift = 0.0 if m == 0.0 else m / sums[0] ** ((p - 2.0) / p)
+    g0 = 2.0 - lift * sums[1] - (zs * x0 + vs * x1)
+    g1 = target - lift * sums[2] - (vs * x0 + ss * x1)
+    mag0 = lift * sums[6] + (abs(zs) * abs(x0) + abs(vs) * abs(x1))
+    mag1 = lift * sums[7] + (abs(vs) * abs(x0) + abs(ss) * abs(x1))
+    scale = max(1.0, mag0 / 2.0, mag1 / target)
+    return (abs(g0) / 2.0 + abs(g1) / target) / scale
+
+
+@jit
+def pumma_newton(z: Any, theta: Any, zs: float, vs: float, ss: float, target: float,
+                 alpha_i: float, p: float, last0: float, last1: float, max_steps: int,
+                 stop: float, singular: float, phi: Any) -> tuple[float, float, float]:
+    """``PNormSpace._newton`` up to its finishing pass: the damped Newton on the dual (18)
+    from (0, 1) or the warm start (last0, last1) when its dual value is larger; halfway to
+    case (i)'s point (alpha_i, 0) where the Hessian is singular; stops after a failed line
+    search, a relative move within ``stop``, or ``max_steps``.  Writes phi = x0 z + x1 theta
+    and returns (x0, x1, KKT residual); the caller finishes when the residual is too large."""
+    sums = np.empty(8)
+    x0, x1 = 0.0, 1.0
+    value = pumma_dual_value(x0, x1, z, theta, p, zs, vs, ss, target, sums)
+    if last1 > 0.0:
+        warm = pumma_dual_value(last0, last1, z, theta, p, zs, vs, ss, target, sums)
+        if warm > value:
+            x0, x1, value = last0, last1, warm
+    for _ in range(max_steps):
+        ok, d0, d1 = pumma_newton_step(x0, x1, z, theta, p, zs, vs, ss, target, singular,
+                                       sums)
+        if not ok:
+            x0, x1 = 0.5 * (x0 + alpha_i), 0.5 * x1
+            value = pumma_dual_value(x0, x1, z, theta, p, zs, vs, ss, target, sums)
+            continue
+        c0, c1, value_c = pumma_line_search(x0, x1, value, d0, d1, z, theta, p, zs, vs, ss,
+                                            target, sums)
+        if value_c < value - 1e-14 * abs(value):
+            break
+        moved0, moved1 = abs(c0 - x0), abs(c1 - x1)
+        x0, x1, value = c0, c1, value_c
+        if moved0 <= stop * abs(x0) and moved1 <= stop * max(abs(x1), 1.0):
+            break
+    for i in range(z.shape[0]):
+        phi[i] = x0 * z[i] + x1 * theta[i]
+    return x0, x1, pumma_residual(x0, x1, z, theta, p, zs, vs, ss, target, sums)

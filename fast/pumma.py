@@ -12,7 +12,10 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
   coordinates, with the exact 2 x 2 Hessian and warm-started from the previous update's
   (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
   (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
-  as the augmented coordinates of the p = 2 case.
+  as the augmented coordinates of the p = 2 case.  On the numba engine the same Newton runs
+  compiled (``fast._numba.pumma_newton``, one call per update instead of some hundred
+  numpy calls on 2-vectors), and f^{-1} by ``fast._numba.pnorm_gradient``; the block-ahead
+  driver and the finishing pass stay in Python.
 - ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
   on the support Gram matrix's diagonal, by example identity across epochs.
 """
@@ -33,7 +36,7 @@ from ..reference.pumma import PARAMS
 from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
-from . import _compiled
+from . import _compiled, _compiled_pumma
 from .driver import finite_final, forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
@@ -77,12 +80,14 @@ class PNormSpace(PrimalSpace):
     """Primal state for p > 2: w, theta = f(w), tt = ||w||_q^2 = ||theta||_p^2, and the
     augmented coordinates a of the soft margin."""
 
-    def __init__(self, X: Any, T: int, C: float | None, p: float):
+    def __init__(self, X: Any, T: int, C: float | None, p: float, compiled: bool = False):
         super().__init__(X, T, C)
         self.p = p
         self.theta = np.zeros(X.shape[1])
         self.tt = 0.0
         self.last = (0.0, 1.0)  # the previous case (ii) solution (alpha, beta)
+        #: ``fast._numba`` when the engine is numba (the compiled Newton and f^-1), else None
+        self.kernels: Any = _compiled_pumma.loops() if compiled else None
 
     def row(self, e: int) -> np.ndarray:
         if sp.issparse(self.X):
@@ -93,7 +98,6 @@ class PNormSpace(PrimalSpace):
         """(alpha, beta, phi) solving problem (3) / (24) for the pair, or None if it is
         infeasible (z = 0 without soft margin; (z, E) a nonpositive multiple of (theta,
         C xi') in case (ii): reference.pumma's 2-norm Gram test)."""
-        p = self.p
         z = self.row(pos) - self.row(neg)
         inv_c = self.inv_c
         soft = self.a is not None
@@ -101,7 +105,7 @@ class PNormSpace(PrimalSpace):
         vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
         ss = float(self.a @ self.a) * inv_c if soft else 0.0              # C ||xi'||^2
         target = self.tt + ss                                              # ||v~||^2
-        Fz = f_inverse(z, p)
+        Fz = self.f_inverse(z)
         nz = float(Fz @ z)                                                 # ||z||_p^2
         if nz + zs <= 0.0:
             return None
@@ -128,7 +132,18 @@ class PNormSpace(PrimalSpace):
             res += float(extra @ extra)
         if zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2:
             return None
+        if self.kernels is not None:
+            return self._newton_compiled(z, zs, vs, ss, target, alpha)
         return self._newton(z, zs, vs, ss, target, alpha)
+
+    def f_inverse(self, phi: np.ndarray) -> np.ndarray:
+        """f^{-1}(phi) (Lemma 3), by :func:`f_inverse` or, on the numba engine, by the
+        compiled gradient of ||phi||_p^2 / 2 (``fast._numba.pnorm_gradient``, the same map)."""
+        if self.kernels is None:
+            return f_inverse(phi, self.p)
+        out = np.empty_like(phi)
+        self.kernels.pnorm_gradient(phi, self.p, out)
+        return out
 
     def pair_apply(self, pos: int, neg: int, solution: tuple[float, float, np.ndarray]
                    ) -> None:
@@ -136,9 +151,12 @@ class PNormSpace(PrimalSpace):
         if beta:
             self.last = (alpha, beta)
         self.theta = phi
-        self.w = f_inverse(phi, self.p)
-        n = pnorm(phi, self.p)
-        self.tt = n * n
+        self.w = self.f_inverse(phi)
+        if self.kernels is None:
+            n = pnorm(phi, self.p)
+            self.tt = n * n
+        else:  # w = f^{-1}(theta): w.theta = ||theta||_p^2
+            self.tt = float(self.w @ phi)
         if self.a is not None:
             self.a *= beta
             self.a[pos] += alpha
@@ -155,9 +173,7 @@ class PNormSpace(PrimalSpace):
         + 2 alpha + beta ||v~||^2 (eq. (18); the slack part from the Lagrangian of (24)):
         damped Newton steps (:meth:`_direction`, :meth:`_line_search`) from :meth:`_start`,
         finished by :meth:`_finish` when they stop short of the KKT point."""
-        A = np.stack([z, self.theta])
-        S = np.array([[zs, vs], [vs, ss]])
-        rhs = np.array([2.0, target])
+        A, S, rhs = self._dual_parts(z, zs, vs, ss, target)
         x, value = self._start(A, S, rhs)
         for _ in range(NEWTON_MAX_STEPS):
             step = self._direction(x, A, S, rhs)
@@ -181,6 +197,28 @@ class PNormSpace(PrimalSpace):
         if self._residual(x, A, S, rhs) > NEWTON_TOLERANCE:
             x = self._finish(x, z, vs, ss, target, A, S, rhs)
         return float(x[0]), float(x[1]), x @ A
+
+    def _newton_compiled(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
+                         alpha_i: float) -> tuple[float, float, np.ndarray]:
+        """:meth:`_newton` by the compiled loop (``fast._numba.pumma_newton``): the same
+        start, steps, line search and stopping rules, its sums in another order; the
+        finishing pass (:meth:`_finish`) in Python when its residual exceeds
+        NEWTON_TOLERANCE."""
+        phi = np.empty_like(z)
+        alpha, beta, residual = self.kernels.pumma_newton(
+            z, self.theta, zs, vs, ss, target, alpha_i, self.p, self.last[0], self.last[1],
+            NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)
+        if residual > NEWTON_TOLERANCE:
+            A, S, rhs = self._dual_parts(z, zs, vs, ss, target)
+            x = self._finish(np.array([alpha, beta]), z, vs, ss, target, A, S, rhs)
+            return float(x[0]), float(x[1]), x @ A
+        return alpha, beta, phi
+
+    def _dual_parts(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The dual (18) as phi = x A, its slack part x S x and its linear part rhs.x."""
+        return (np.stack([z, self.theta]), np.array([[zs, vs], [vs, ss]]),
+                np.array([2.0, target]))
 
     def _start(self, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
                ) -> tuple[np.ndarray, float]:
@@ -380,31 +418,33 @@ def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, dic
     return kern, params
 
 
-def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
-          ) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
+def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
+          compiled: bool = False) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
     """The model of a run (the experiments continue it epoch by epoch), its resolved
-    parameters, the validated data and epochs."""
+    parameters, the validated data and epochs; ``compiled``: p > 2 solves by the compiled
+    Newton (``PNormSpace``)."""
     kern, params = _resolve(form, kernel, given)
     p = float(params["p"])
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     T = y.shape[0]
     C = None if params["C"] is None else float(params["C"])
-    space = PNormSpace(X, T, C, p) if p != 2.0 else make_space(form, X, T, C, kern)
+    space = PNormSpace(X, T, C, p, compiled) if p != 2.0 else make_space(form, X, T, C, kern)
     return _Pumma(space, y, float(params["delta"]), p), params, X, y, epochs
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str = "numpy") -> Trace:
-    """A run of ``form``; with p = 2 and the linear kernel, by the compiled primal loop when
-    ``engine`` chooses it (``fast._compiled.choose``: never under ``forced_updates``): the
-    dual form's linear-kernel run is the primal's (w = sum_e a_e x_e, the trace's ``final``
-    in both forms; SPEC.md 14.7)."""
+    """A run of ``form``; with the linear kernel and when ``engine`` chooses numba
+    (``fast._compiled.choose``: never under ``forced_updates``), for p = 2 by the compiled
+    primal loop (the dual form's linear-kernel run is the primal's: w = sum_e a_e x_e, the
+    trace's ``final`` in both forms; SPEC.md 14.7), for p > 2 by the block-ahead driver
+    with the compiled Newton."""
     kern, params = _resolve(form, kernel, given)
-    serves = kern.is_linear and float(params["p"]) == 2.0
-    if _compiled.choose(engine, compiled_serves=serves) == "numba":
+    compiled = _compiled.choose(engine, compiled_serves=kern.is_linear) == "numba"
+    if compiled and float(params["p"]) == 2.0:
         return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
-    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given, compiled)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
                  params=params, n_examples=y.shape[0], epochs=epochs,
@@ -482,8 +522,10 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
     ``engine`` (p = 2): "numba" runs the compiled per-trial loop (``fast._compiled_pumma``),
     "numpy" the block-ahead driver scoring a block with X[block] @ w, "auto" (the default)
     the compiled loop when numba is installed (``fast._compiled`` says how numba is found).
-    p > 2 and runs under ``forced_updates`` (shadow runs) take the numpy path whatever was
-    asked, as does :func:`forced_run`."""
+    p > 2: the block-ahead driver on either engine, with "numba" (and "auto" with numba
+    installed) solving each update by the compiled Newton (``PNormSpace``).  Runs under
+    ``forced_updates`` (shadow runs) take the numpy path whatever was asked, as does
+    :func:`forced_run`."""
     return _run("primal", X, y, epochs, kernel,
                 dict(p=p, delta=delta, C=C, numbers=numbers), record_scores, engine)
 

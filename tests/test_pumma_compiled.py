@@ -109,6 +109,25 @@ def test_engines_agree_on_a_longer_run(C):
 
 
 @needs_numba
+@pytest.mark.parametrize("C", [None, "1/2"])
+@pytest.mark.parametrize("p", [Fraction(5, 2), 3, 4])
+def test_p_above_2_engines_agree_on_a_longer_run(p, C):
+    """p > 2, thousands of trials and hundreds of case-(ii) updates: the compiled Newton
+    makes the numpy Newton's decisions, its scores and w equal to rounding."""
+    X, y = _noisy(1500, 12, seed=1)
+    a = fp.primal(X, y, epochs=2, p=p, delta="1/10", C=C, engine="numpy", record_scores=True)
+    b = fp.primal(X, y, epochs=2, p=p, delta="1/10", C=C, engine="numba", record_scores=True)
+    assert a.mistakes == b.mistakes and a.updates == b.updates
+    assert len(a.updates) > 300
+    assert (a.final["pos"], a.final["neg"]) == (b.final["pos"], b.final["neg"])
+    size = max(1.0, float(np.max(np.abs(a.scores))))
+    assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9 * size)
+    assert np.allclose(a.final["w"], b.final["w"], rtol=1e-8, atol=1e-8)
+    if C is not None:
+        assert np.allclose(a.final["xi"], b.final["xi"], rtol=1e-8, atol=1e-10)
+
+
+@needs_numba
 def test_start_up_with_an_infeasible_pair_and_a_mistake_free_store():
     """The first negative is stored without a mistake (score -1); the first positive equals
     it, so the pair is infeasible (hard margin): no update, the positive is not stored; the
@@ -148,9 +167,10 @@ def _no_loop() -> None:
 
 
 @needs_numba
-def test_shadow_runs_and_p_above_2_take_the_numpy_path(monkeypatch):
-    """Under forced_updates, in forced_run and for p > 2 the compiled loop is not called,
-    whatever the engine asked; the runs are the numpy engine's."""
+def test_shadow_runs_take_the_numpy_path(monkeypatch):
+    """Under forced_updates and in forced_run neither the compiled loop nor (p > 2) the
+    compiled Newton is called, whatever the engine asked; the runs are the numpy
+    engine's."""
     X, y = _noisy(60, 4, seed=4)
     free = fp.primal(X, y, epochs=2, C="1/4", engine="numpy")
     forced = sorted(set(free.updates[::2]))
@@ -164,8 +184,56 @@ def test_shadow_runs_and_p_above_2_take_the_numpy_path(monkeypatch):
     shadow, tested = fp.forced_run("primal", X, y, 2, "linear", {"C": "1/4"}, forced)
     assert shadow.updates == expected.updates and len(tested) == 120
     for p in (Fraction(3), 4):
-        runs = [fp.primal(X, y, p=p, engine=engine) for engine in ("numba", "numpy")]
+        free = fp.primal(X, y, p=p, engine="numpy")
+        with forced_updates(free.updates[::2]):
+            runs = [fp.primal(X, y, p=p, engine=engine) for engine in ("numba", "numpy")]
         assert runs[0].updates == runs[1].updates and runs[0].final == runs[1].final
+
+
+@needs_numba
+def test_p_above_2_takes_the_compiled_newton_on_numba(monkeypatch):
+    """p > 2: "numba" and "auto" solve each case-(ii) update by the compiled Newton
+    (``fast._numba.pumma_newton``) inside the block-ahead driver, "numpy" by the numpy one;
+    the p = 2 loop is not called."""
+    X, y = _noisy(200, 5, seed=4)
+    calls = []
+    real = _compiled.kernels()
+
+    class Spy:
+        pnorm_gradient = real.pnorm_gradient
+
+        @staticmethod
+        def pumma_newton(*args):
+            calls.append(1)
+            return real.pumma_newton(*args)
+
+    monkeypatch.setattr(_compiled_pumma, "loops", lambda: Spy)
+    runs = {}
+    for engine in ("numpy", "numba", "auto"):
+        before = len(calls)
+        runs[engine] = fp.primal(X, y, p=3, C="1/4", engine=engine)
+        assert (len(calls) > before) == (engine != "numpy"), engine
+    assert runs["numba"].updates == runs["auto"].updates == runs["numpy"].updates
+
+
+@needs_numba
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@settings(max_examples=max(10, settings.default.max_examples // SHARE))
+@given(data=st.data())
+def test_p_above_2_engines_match_reference(strategy, data):
+    """p = 5/2, 3 or 4 (the differential suite's draws for the primal form), delta and the
+    soft margin drawn: the numpy Newton and the compiled one, dense (and CSR on numba)."""
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    params = data.draw(PARAMS["pumma"](form="dual"), label="params")
+    params["p"] = data.draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
+                            label="p")
+    epochs = data.draw(st.integers(1, 3), label="epochs")
+    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    runs = [(seq.X, "dense", engine) for engine in ENGINES]
+    runs.append((sp.csr_matrix(seq.X), "csr", "numba"))
+    for X, kind, engine in runs:
+        _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
+                                     **params), seq.X, f"primal {kind} {engine} {params}")
 
 
 @needs_numba

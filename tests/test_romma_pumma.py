@@ -490,12 +490,18 @@ def _recording_score_bounds(monkeypatch, hoelder=True):
     return seen
 
 
-def _scores_within_bounds(monkeypatch, X, y, **params):
-    """Every fast primal score of the run within the bound the rule computed for it without
-    the Hoelder share (the carried ellipsoid alone); returns the reference trace."""
+#: the fast primal's engines for p > 2: the numpy Newton and the compiled one
+P_ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
+
+
+def _scores_within_bounds(monkeypatch, X, y, engine, **params):
+    """Every fast primal score of the run (on ``engine``) within the bound the rule computed
+    for it without the Hoelder share (the carried ellipsoid alone); returns the reference
+    trace."""
     bounds = _recording_score_bounds(monkeypatch, hoelder=False)
     exact = pumma(X, y, record_scores=True, **params)
-    actual = run("pumma", X, y, impl="fast", form="primal", record_scores=True, **params)
+    actual = run("pumma", X, y, impl="fast", form="primal", record_scores=True,
+                 engine=engine, **params)
     assert actual.updates == exact.updates
     first = len(exact.scores) - len(bounds)          # start-up trials are not tested
     for t, (err, _) in enumerate(bounds, first):
@@ -503,7 +509,8 @@ def _scores_within_bounds(monkeypatch, X, y, **params):
     return exact
 
 
-def test_p_above_2_rule_is_sharp_and_holds_over_a_long_run(monkeypatch):
+@pytest.mark.parametrize("engine", P_ENGINES)
+def test_p_above_2_rule_is_sharp_and_holds_over_a_long_run(monkeypatch, engine):
     """p = 4, 200 separable grid points (``long_runs``' data), 20 epochs, ~300 updates: the
     reference flags at most 2% of the trials (the former kappa rule grew rho by
     2 sqrt(kappa) per case-(ii) update, past 1 after ~40 updates, and flagged 99% of them;
@@ -516,15 +523,17 @@ def test_p_above_2_rule_is_sharp_and_holds_over_a_long_run(monkeypatch):
     expected = pumma(X, y, **params)
     assert len(expected.updates) > 250
     assert len(expected.fragile or ()) <= 4000 // 50
-    assert _scores_within_bounds(monkeypatch, X, y, **params).updates == expected.updates
+    assert _scores_within_bounds(monkeypatch, X, y, engine, **params).updates \
+        == expected.updates
 
 
-def test_p_above_2_soft_margin_rule_holds_over_a_long_run(monkeypatch):
+@pytest.mark.parametrize("engine", P_ENGINES)
+def test_p_above_2_soft_margin_rule_holds_over_a_long_run(monkeypatch, engine):
     """The soft margin (C = 1, p = 4, noisy labels: the slacks are coordinates of the
     carried ellipsoid): every fast primal score within its bound without the Hoelder
     share, over 1,000 trials and hundreds of updates."""
     from perceptron_oracle.long_runs import grid_data
     X, y = grid_data(100, 3, 0.05, 0)
-    exact = _scores_within_bounds(monkeypatch, X, y, epochs=10, p=4, C=1,
+    exact = _scores_within_bounds(monkeypatch, X, y, engine, epochs=10, p=4, C=1,
                                   numbers="mpmath:256")
     assert len(exact.updates) > 200

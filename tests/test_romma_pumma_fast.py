@@ -17,6 +17,7 @@ from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import pumma as fast_pumma
 from perceptron_oracle.fast import romma as fast_romma
+from perceptron_oracle.fast._compiled import available as numba_available
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.reference.pumma import NEWTON_TOLERANCE
 from perceptron_oracle.reference.pumma import pumma as reference_pumma
@@ -135,10 +136,16 @@ def test_long_run_matches_the_reference():
 
 # -- p > 2: the Newton solver ---------------------------------------------------------------
 
-def _pair_residuals(X, y, p, C=None):
+#: ``fast_pumma.setup``'s ``compiled`` for p > 2: the numpy Newton, and the compiled one
+COMPILED = [False] + ([True] if numba_available() else [])
+#: the primal form's engines for p > 2 (the compiled Newton on "numba")
+ENGINES = ["numpy"] + (["numba"] if numba_available() else [])
+
+
+def _pair_residuals(X, y, p, C=None, compiled=False):
     """|y_e (w.x_e + b) + xi_e - 1| for the pair after every update (Lemma 4: 0 exactly)."""
     model, _, Xv, yv, _ = fast_pumma.setup("primal", X, y, 1, "linear",
-                                           dict(p=p, delta="1/10", C=C))
+                                           dict(p=p, delta="1/10", C=C), compiled)
     residuals = []
     original = model.apply
 
@@ -152,22 +159,42 @@ def _pair_residuals(X, y, p, C=None):
     return residuals
 
 
+@pytest.mark.parametrize("compiled", COMPILED)
 @pytest.mark.parametrize("C", [None, "1"])
-def test_newton_meets_the_tolerance_the_fragile_rule_allows(C):
+def test_newton_meets_the_tolerance_the_fragile_rule_allows(C, compiled):
     data = experiment.r_of_k(200, 30, 8, 2, seed=6)
-    residuals = _pair_residuals(data.X, data.y, 2 * math.log(30), C)
+    residuals = _pair_residuals(data.X, data.y, 2 * math.log(30), C, compiled)
     assert len(residuals) > 20
     assert max(residuals) <= NEWTON_TOLERANCE
 
 
-def test_newton_stopped_after_one_step_is_caught(monkeypatch):
+@pytest.mark.parametrize("compiled", COMPILED)
+def test_newton_stopped_after_one_step_is_caught(monkeypatch, compiled):
     data = experiment.r_of_k(200, 30, 8, 2, seed=6)
     monkeypatch.setattr(fast_pumma, "NEWTON_MAX_STEPS", 1)
     monkeypatch.setattr(fast_pumma, "NEWTON_TOLERANCE", math.inf)   # and no finishing pass
-    assert max(_pair_residuals(data.X, data.y, 2 * math.log(30))) > NEWTON_TOLERANCE
+    residuals = _pair_residuals(data.X, data.y, 2 * math.log(30), compiled=compiled)
+    assert max(residuals) > NEWTON_TOLERANCE
 
 
-def test_p_above_2_matches_the_reference_on_integer_data_with_exact_case_ties():
+@pytest.mark.parametrize("compiled", COMPILED)
+def test_newton_stopped_after_one_step_is_finished(monkeypatch, compiled):
+    """Newton cut to one step stops short of the KKT point: the finishing pass (the
+    reference's damped Newton, ``PNormSpace._finish``) is reached, on both engines, and
+    brings every pair within the tolerance."""
+    data = experiment.r_of_k(200, 30, 8, 2, seed=6)
+    monkeypatch.setattr(fast_pumma, "NEWTON_MAX_STEPS", 1)
+    finished = []
+    real = fast_pumma.PNormSpace._finish
+    monkeypatch.setattr(fast_pumma.PNormSpace, "_finish",
+                        lambda self, *args: finished.append(1) or real(self, *args))
+    residuals = _pair_residuals(data.X, data.y, 2 * math.log(30), compiled=compiled)
+    assert len(finished) > 10
+    assert max(residuals) <= NEWTON_TOLERANCE
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_p_above_2_matches_the_reference_on_integer_data_with_exact_case_ties(engine):
     """Integer data gives exact ties in the case test; f maps a zero coordinate of w to a
     zero of theta but a tiny one to a large one (|w_i|^(q-1)), so the tie must go to case
     (i) as in exact arithmetic (fast.pumma.CASE_TIE)."""
@@ -176,13 +203,14 @@ def test_p_above_2_matches_the_reference_on_integer_data_with_exact_case_ties():
                   [-1, 1, 2, -1], [2, 0, 2, 1]], dtype=float)
     y = np.array([-1, -1, 1, 1, 1, -1, -1, 1, 1, 1])
     expected = reference_pumma(X, y, p="9.21034", delta="1/10", epochs=2, record_scores=True)
-    result = compare(expected, fast_pumma.primal(X, y, p="9.21034", delta="1/10", epochs=2),
-                     X)
+    actual = fast_pumma.primal(X, y, p="9.21034", delta="1/10", epochs=2, engine=engine)
+    result = compare(expected, actual, X)
     assert result.ok, result.describe()
 
 
 @pytest.mark.parametrize("p", [4, "5/2"])
-def test_p_above_2_newton_starts_where_the_hessian_is_singular(p):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_p_above_2_newton_starts_where_the_hessian_is_singular(p, engine):
     """Pair (x_1, x_0) gives theta = (0, t); the next z = (-2, 0) has the other support, so
     at Newton's start (0, 1) the Hessian of the dual is singular (f^-1 is flat at 0)."""
     X = np.array([[-2, -1], [-2, -2], [2, 0], [0, 1], [2, 0], [0, -2], [0, -2], [1, 2],
@@ -190,7 +218,8 @@ def test_p_above_2_newton_starts_where_the_hessian_is_singular(p):
     y = np.array([-1, 1, -1, -1, -1, -1, 1, -1, -1, -1, 1, 1])
     expected = reference_pumma(X, y, p=p, delta="1/10", epochs=2, record_scores=True)
     assert 5 in expected.updates
-    result = compare(expected, fast_pumma.primal(X, y, p=p, delta="1/10", epochs=2), X)
+    actual = fast_pumma.primal(X, y, p=p, delta="1/10", epochs=2, engine=engine)
+    result = compare(expected, actual, X)
     assert result.ok, result.describe()
 
 
@@ -250,7 +279,8 @@ def test_csr_input_gives_the_dense_run(module, form):
     assert np.allclose(dense.final["w"], sparse.final["w"], rtol=1e-9, atol=1e-12)
 
 
-def test_near_parallel_pair_is_feasible():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_near_parallel_pair_is_feasible(engine):
     """z = (0, 0.116) against theta ~ (5e-10, -0.063): sin^2 of their angle ~ 6e-17 is below
     what ||z||^2 ||theta||^2 - (z.theta)^2 resolves in float64; the residual form of the
     determinant (fast.romma.step2) resolves it, and the update happens as in exact
@@ -270,11 +300,12 @@ def test_near_parallel_pair_is_feasible():
     y = np.array([-1, 1, -1, -1, 1, 1, 1, -1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1])
     expected = reference_pumma(X, y, p=3, delta="1/4", record_scores=True)
     assert 17 in expected.updates
-    result = compare(expected, fast_pumma.primal(X, y, p=3, delta="1/4"), X)
+    result = compare(expected, fast_pumma.primal(X, y, p=3, delta="1/4", engine=engine), X)
     assert result.ok, result.describe()
 
 
-def test_p_above_2_newton_finishes_on_the_kkt_residual():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_p_above_2_newton_finishes_on_the_kkt_residual(monkeypatch, engine):
     """Found by the differential suite (ci profile): on this small-integer sequence with
     p = 5/2 the vectorised Newton stopped at the update on trial 20 with a KKT residual ~1
     (w feasible but not optimal); every later decision matched by luck and the final w was
@@ -287,12 +318,18 @@ def test_p_above_2_newton_finishes_on_the_kkt_residual():
     y = -np.ones(31, dtype=np.int64)
     y[[7, 15, 18, 19]] = 1
     expected = reference_pumma(X, y, p="5/2", record_scores=True)
-    result = compare(expected, fast_pumma.primal(X, y, p="5/2"), X)
+    finished = []
+    real = fast_pumma.PNormSpace._finish
+    monkeypatch.setattr(fast_pumma.PNormSpace, "_finish",
+                        lambda self, *args: finished.append(1) or real(self, *args))
+    result = compare(expected, fast_pumma.primal(X, y, p="5/2", engine=engine), X)
     assert result.ok, result.describe()
-    assert max(_pair_residuals(X, y, 2.5)) <= NEWTON_TOLERANCE
+    assert finished   # the Newton (either engine's) stops short here: the finish is reached
+    assert max(_pair_residuals(X, y, 2.5, compiled=engine == "numba")) <= NEWTON_TOLERANCE
 
 
-def test_p_above_2_soft_margin_optimum_with_w_zero():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_p_above_2_soft_margin_optimum_with_w_zero(engine):
     """Found by the differential suite (ci profile): with C = 1 the update on trial 7 has its
     optimum at w = 0 (the slacks carry both constraints); the vectorised Newton called that
     point infeasible (phi = 0) and skipped an update the reference takes."""
@@ -301,11 +338,12 @@ def test_p_above_2_soft_margin_optimum_with_w_zero():
     y = np.array([-1] * 6 + [1, 1])
     expected = reference_pumma(X, y, p="5/2", C=1, record_scores=True)
     assert 7 in expected.updates
-    result = compare(expected, fast_pumma.primal(X, y, p="5/2", C=1), X)
+    result = compare(expected, fast_pumma.primal(X, y, p="5/2", C=1, engine=engine), X)
     assert result.ok, result.describe()
 
 
-def test_a_nearly_infeasible_update_is_fragile():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_nearly_infeasible_update_is_fragile(engine):
     """p = 5/2 on small integers (SPEC.md 14.5): after trial 12 the exact w is (0, -1), and
     trial 13's z = (0, 2) = -2 th makes problem (3) infeasible; the fast primal's th_0 ~ 1e-8
     makes it feasible.  The reference flags the trial, and the comparison accepts it."""
@@ -313,13 +351,14 @@ def test_a_nearly_infeasible_update_is_fragile():
                  + [[-2, 0], [0, 0], [0, -2], [0, 0], [0, 0], [0, 0], [1, 0]])
     y = np.array([-1] * 11 + [1, 1] + [-1] * 4 + [1])
     expected = reference_pumma(X, y, epochs=3, p=Fraction(5, 2), record_scores=True)
-    actual = fast_pumma.primal(X, y, epochs=3, p=Fraction(5, 2))
+    actual = fast_pumma.primal(X, y, epochs=3, p=Fraction(5, 2), engine=engine)
     assert 13 not in expected.updates and 13 in expected.fragile
     assert compare(expected, actual, X).ok
 
 
 
-def test_p_above_2_newton_after_an_update_on_a_tiny_z():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_p_above_2_newton_after_an_update_on_a_tiny_z(engine):
     """Found by the differential suite (thorough profile, label noise, p = 5/2): the update
     on trial 8 has z = (2.6e-23, 0), so w = (7.6e22, 0); trial 10's problem (3) then has its
     optimum at lam ~ 8.8e22, eta ~ 2.3, w ~ (7.6e22, -7.6e22).  The vectorised Newton's first
@@ -333,7 +372,7 @@ def test_p_above_2_newton_after_an_update_on_a_tiny_z():
                             [-1.0, -0.5000000005], [0.0, 1.0]] + [a] * 5)
     y = np.array([-1] * 8 + [1, -1, 1, -1] + [-1] * 5)
     expected = reference_pumma(X, y, p="5/2", record_scores=True)
-    actual = fast_pumma.primal(X, y, p="5/2", record_scores=True)
+    actual = fast_pumma.primal(X, y, p="5/2", record_scores=True, engine=engine)
     assert 11 not in expected.fragile and 11 not in expected.mistakes
     assert 11 not in actual.mistakes
     assert actual.scores[11] == pytest.approx(float(expected.scores[11]), rel=1e-9)
