@@ -240,7 +240,7 @@ def test_long_run_matches_the_reference(algorithm, form, params, name):
         _REFERENCE[key] = run(algorithm, X, y, impl="reference", record_scores=True, **params)
     expected = _REFERENCE[key]
     assert len(expected.mistakes) > LONG_TRIALS // 10
-    takes_engine = form in get(algorithm).engine_forms   # the dual forms have the driver only
+    takes_engine = form in get(algorithm).engine_forms   # SOP's and HO's duals: the driver only
     actual = run(algorithm, X, y, impl="fast", form=form,
                  engine=name if takes_engine else None, **params)
     result = compare(expected, actual, X)
