@@ -88,6 +88,22 @@ def kernels() -> ModuleType:
     return _numba
 
 
+def kernel_block(A: np.ndarray, sq_a: np.ndarray, B: np.ndarray, lo: int, hi: int,
+                 sq_b: np.ndarray, kind: int, degree: int, gamma: float,
+                 coef0: float) -> np.ndarray:
+    """k(a, b) for the rows a of A (squared norms sq_a) against the rows lo .. hi-1 of B
+    (squared norms sq_b, indexed as B), as (len(A), hi - lo): the dot products by one numpy
+    product (BLAS ``dgemm``), then ``fast._numba.kernel_value``'s formula
+    (``dual_block_kernel``; kind 0 linear, 1 poly, 2 the Gaussian, whose exp is numpy's
+    vectorised exp).  The compiled kernel duals' blocks (Perceptron, ROMMA)."""
+    Kt = np.matmul(A, B[lo:hi].T)
+    kernels().dual_block_kernel(sq_b, lo, hi, sq_a, A.shape[0], kind, degree, gamma, coef0,
+                                Kt)
+    if kind == 2:
+        np.exp(Kt, out=Kt)
+    return Kt
+
+
 def raise_if_bad(bad: int, T: int, score: float, X: Any = None, offset: int = 0) -> None:
     """A loop's report of a score that is not finite at trial ``bad`` (-1: none), as the
     block-ahead driver makes it: the DataError naming a NaN or infinity in X (dense, or the

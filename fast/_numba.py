@@ -459,24 +459,32 @@ def abs_max_bits(v: Any) -> int:
     return top
 
 
+@jit(inline=True)
+def whole_power(t: float, whole: int) -> float:
+    """t^whole for an integer 1 <= ``whole`` <= 8: t times t, whole - 1 times in order; each
+    of the seven possible factors is t or 1.0 (a product by 1.0 is exact), so a loop calling
+    it has no inner loop and vectorises."""
+    pw = t
+    pw *= t if whole >= 2 else 1.0
+    pw *= t if whole >= 3 else 1.0
+    pw *= t if whole >= 4 else 1.0
+    pw *= t if whole >= 5 else 1.0
+    pw *= t if whole >= 6 else 1.0
+    pw *= t if whole >= 7 else 1.0
+    pw *= t if whole >= 8 else 1.0
+    return pw
+
+
 @jit(reassoc=True)
 def pnorm_powers(v: Any, inv: float, whole: int, q: float, w: Any) -> float:
     """w_i = t_i^q with t_i = |v_i| inv (inv = 2^-e exactly: the product is the correctly
     rounded |v_i| / 2^e), and returns sum_i t_i^q t_i.  For an integer q = ``whole`` <= 8 the
-    power is t times t, q - 1 times in order; each of the seven possible factors is t or 1.0
-    (a product by 1.0 is exact), so the loop has no inner loop and vectorises."""
+    power is ``whole_power``'s."""
     total = 0.0
     if whole:
         for i in range(v.shape[0]):
             t = abs(v[i]) * inv
-            pw = t
-            pw *= t if whole >= 2 else 1.0
-            pw *= t if whole >= 3 else 1.0
-            pw *= t if whole >= 4 else 1.0
-            pw *= t if whole >= 5 else 1.0
-            pw *= t if whole >= 6 else 1.0
-            pw *= t if whole >= 7 else 1.0
-            pw *= t if whole >= 8 else 1.0
+            pw = whole_power(t, whole)
             w[i] = pw
             total += pw * t
     else:
@@ -1646,8 +1654,8 @@ def pumma_phi_sums(x0: float, x1: float, z: Any, theta: Any, p: float, sums: Any
     Hessian read, on s = phi / m, m = max|phi_i| (returned; NaN if a phi_i is): with
     a = |s|, sums = [sum a^p, z.F, theta.F, sum a^(p-2) z z, sum a^(p-2) z theta,
     sum a^(p-2) theta theta, |z|.|F|, |theta|.|F|], F_i = sign(s_i) a_i^(p-1) (f^{-1}(s)
-    times ||s||_p^(p-2), Lemma 3).  An integer p - 2 up to 6 takes its power by products,
-    each factor a or 1.0 (as ``pnorm_powers``: no inner loop, the sums vectorise)."""
+    times ||s||_p^(p-2), Lemma 3).  An integer p - 2 up to 6 takes its power by products
+    (``whole_power``: no inner loop, the sums vectorise)."""
     n = z.shape[0]
     m = 0.0
     for i in range(n):
@@ -1661,15 +1669,7 @@ def pumma_phi_sums(x0: float, x1: float, z: Any, theta: Any, p: float, sums: Any
         for i in range(n):
             s = (x0 * z[i] + x1 * theta[i]) / m
             a = abs(s)
-            if whole:
-                pw = a
-                pw *= a if whole >= 2 else 1.0
-                pw *= a if whole >= 3 else 1.0
-                pw *= a if whole >= 4 else 1.0
-                pw *= a if whole >= 5 else 1.0
-                pw *= a if whole >= 6 else 1.0
-            else:
-                pw = a ** e
+            pw = whole_power(a, whole) if whole else a ** e
             g = pw * a
             f = math.copysign(g, s)
             zi, ti = z[i], theta[i]

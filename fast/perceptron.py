@@ -169,14 +169,10 @@ class _Dual(_Model):
 
     def kernel_block(self, lo: int, hi: int, sq: np.ndarray, store: list[np.ndarray],
                      S0: int, kernel: tuple[Any, ...]) -> np.ndarray:
-        """k(x_s, x_i) for the first S0 supports (rows) against the examples lo .. hi-1: the dot
-        products by one numpy product (BLAS ``dgemm``), then ``kernel_value``'s formula
-        (the Gaussian kernel's exp by numpy's vectorised exp)."""
-        Kt = np.matmul(store[0][:S0], self.X[lo:hi].T)
-        _compiled.kernels().dual_block_kernel(sq, lo, hi, store[1], S0, *kernel, Kt)
-        if kernel[0] == 2:
-            np.exp(Kt, out=Kt)
-        return Kt
+        """k(x_s, x_i) for the first S0 supports (rows) against the examples lo .. hi-1
+        (``_compiled.kernel_block``)."""
+        return _compiled.kernel_block(store[0][:S0], store[1][:S0], self.X, lo, hi, sq,
+                                      *kernel)
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],

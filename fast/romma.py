@@ -782,15 +782,10 @@ class _DualStore:
     def kernel_block(self, A: np.ndarray, sq_a: np.ndarray, lo: int, hi: int,
                      sq: np.ndarray, B: np.ndarray) -> np.ndarray:
         """k(a, b) for the rows a of A (squared norms sq_a) against the rows lo .. hi-1 of B
-        (squared norms sq): one product (BLAS ``dgemm``), then ``kernel_value``'s formula
-        (``fast._numba.dual_block_kernel``; the Gaussian's exp by numpy's vectorised exp)."""
-        Kt = np.matmul(A, B[lo:hi].T)
+        (squared norms sq; ``_compiled.kernel_block``)."""
         kind, degree, gamma, coef0 = self.kernel
-        self.loops.dual_block_kernel(sq, lo, hi, sq_a, A.shape[0], int(kind), int(degree),
-                                     gamma, coef0, Kt)
-        if kind == 2.0:
-            np.exp(Kt, out=Kt)
-        return Kt
+        return _compiled.kernel_block(A, sq_a, B, lo, hi, sq, int(kind), int(degree), gamma,
+                                      coef0)
 
     def norm2(self, S: int) -> float:
         """||w||^2 = a^T K a over the support, afresh (``DualSpace._refresh``)."""
@@ -858,10 +853,11 @@ def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, A
         bad, state = _dual_walk(store, y.astype(np.float64), epochs,
                                 1.0 - float(p["delta"]), flags, scores, record_scores)
     _compiled.raise_if_bad(bad, T, state[1])
-    updates = np.flatnonzero(flags & _compiled.UPDATE).tolist()
+    mistakes, updated, _ = _compiled.split_flags(flags)
+    updates = updated.tolist()
     alpha = store.alpha(int(state[2])).tolist()
     return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=p, n_examples=T,
-                 epochs=epochs, mistakes=np.flatnonzero(flags & _compiled.MISTAKE).tolist(),
+                 epochs=epochs, mistakes=mistakes.tolist(),
                  updates=updates, final=finite_final({"alpha": alpha}, updates, T),
                  scores=scores.tolist() if record_scores else None)
 
