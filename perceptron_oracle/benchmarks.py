@@ -33,7 +33,10 @@ its timing, which loads numba's cache or compiles):
 - ``fast``: the fast form as shipped (``engine="auto"`` where the form has the keyword), and
   ``numpy``: its block-ahead path (``engine="numpy"``);
 - ``floor``: the perceptron, p-norm, ROMMA and PUMMA primal forms: one ``X @ w`` pass over
-  the data (dense: BLAS; CSR: scipy's sparse product); ``ho primal``, ``ho implicit p=2``
+  the data (dense: BLAS; CSR: scipy's sparse product); ``pumma primal p=4``: that pass plus
+  the Newton solves of the dual (18) its updates need, the run's own problems each solved
+  by the compiled solver (``fast._numba.pumma_newton``) from a compiled loop (without numba
+  the pass alone); ``ho primal``, ``ho implicit p=2``
   and ``sop primal``: the bare BLAS calls one primal update needs, in place on an n x n
   matrix, times the run's mistakes K (HO: dsymv, dsyr2, dsymv; SOP: dsymv, dsyr, dsymv; so
   fast/floor is the time per mistake over the BLAS calls per mistake); ``ho implicit p=4``:
@@ -655,6 +658,64 @@ def matvec_floor(X: Any) -> Callable[[], Any]:
     return lambda: X @ w
 
 
+def newton_problems(X: np.ndarray, y: np.ndarray, p: float
+                    ) -> tuple[list[tuple[Any, ...]], list[tuple[float, float]]]:
+    """The dual problems (18) that PUMMA_p's case-(ii) updates solve on (X, y), in order, as
+    the arguments of ``fast._numba.pumma_newton`` (z, theta, the slack scalars, ||v~||^2,
+    case (i)'s alpha, p, the warm start), and the (alpha, beta) each got: recorded from a
+    run of the numpy engine."""
+    from .fast import pumma
+    from .fast.driver import run_blocks
+    model, _, X, y, _ = pumma.setup("primal", X, y, 1, "linear", dict(p=p))
+    space = model.space
+    solve = space._newton
+    problems: list[tuple[Any, ...]] = []
+    solutions: list[tuple[float, float]] = []
+
+    def recorded(z: np.ndarray, zs: float, vs: float, ss: float, target: float,
+                 alpha_i: float) -> Any:
+        problems.append((z.copy(), space.theta.copy(), zs, vs, ss, target, alpha_i, p,
+                         *space.last))
+        out = solve(z, zs, vs, ss, target, alpha_i)
+        solutions.append((out[0], out[1]))
+        return out
+    space._newton = recorded
+    run_blocks(model, y, 1)
+    return problems, solutions
+
+
+def newton_floor(X: np.ndarray, y: np.ndarray, p: float) -> Callable[[], Any]:
+    """One X @ w pass plus the run's Newton solves of (18) (``newton_problems``), each by
+    the compiled solver alone, called from a compiled loop: the work PUMMA_p's updates need
+    beyond scoring, by the project's own solver.  Without numba, the pass alone."""
+    from .fast import _compiled
+    from .fast.pumma import NEWTON_MAX_STEPS, NEWTON_STOP
+    from .fast.romma import SINGULAR
+    matvec = matvec_floor(X)
+    if not _compiled.available():
+        return matvec
+    import numba
+    newton = _compiled.kernels().pumma_newton
+    problems = newton_problems(X, y, p)[0]
+    Z = np.array([problem[0] for problem in problems]).reshape(len(problems), X.shape[1])
+    theta = np.array([problem[1] for problem in problems]).reshape(Z.shape)
+    scalars = np.array([problem[2:] for problem in problems]).reshape(len(problems), 8)
+
+    @numba.njit
+    def solves(Z: Any, theta: Any, scalars: Any, phi: Any) -> None:
+        for k in range(Z.shape[0]):
+            s = scalars[k]
+            newton(Z[k], theta[k], s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7],
+                   NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)
+
+    phi = np.empty(X.shape[1])
+
+    def run() -> None:
+        matvec()
+        solves(Z, theta, scalars, phi)
+    return run
+
+
 # -- cases ------------------------------------------------------------------------------------
 Maker = Callable[[], tuple[Any, ...]]
 
@@ -814,7 +875,8 @@ def _margin_plan(name: str, data: tuple[Any, ...]) -> Plan:
         if loops and "primal" in name:
             peers["numba loop"] = lambda X, y: loops[family](X, y, 0.0)
     floor = ((lambda tr: kernel_block_floor(X, kern, tr)) if "dual" in name
-             else (lambda tr: matvec_floor(X)))
+             else (lambda tr: matvec_floor(X)) if p == 2.0
+             else (lambda tr: newton_floor(X, data[1], p)))
     return Plan(run, engines, floor, peers, key="updates", dual="dual" in name)
 
 
@@ -973,7 +1035,8 @@ def format_row(key: str, row: dict[str, Any]) -> str:
 def legend(results: dict[str, Any]) -> list[str]:
     """What the table's floor and peak columns are, for the cases run."""
     from .kernels import KERNEL_CACHE_BYTES
-    lines = ["floor: X @ w pass (perceptron, pnorm, romma/pumma primal); BLAS calls of one "
+    lines = ["floor: X @ w pass (perceptron, pnorm, romma/pumma primal; pumma p > 2: plus "
+             "its updates' Newton solves by the compiled solver alone); BLAS calls of one "
              "update x mistakes (ho primal/implicit, sop primal: fast/floor is per mistake); "
              "T x |S| kernel block (every dual; SOP, HO: plus the packed BLAS per mistake)"]
     if any("peak_mib" in row for row in results.values()):

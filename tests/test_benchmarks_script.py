@@ -71,3 +71,21 @@ def test_bad_options_get_one_line(argv, message, capsys):
     assert bench.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.skipif(not _compiled.available(), reason="the Newton floor needs numba")
+def test_the_pumma_newton_floor_solves_the_runs_own_problems():
+    """The floor of ``pumma primal p=4`` times the compiled solver on the problems the run's
+    updates solved: each recorded problem, solved again, gives the run's (alpha, beta)."""
+    (maker,) = [make for name, _, make in bench.cases(0.05) if name == "pumma primal p=4"]
+    X, y, p = maker()
+    problems, solutions = bench.newton_problems(X, y, p)
+    assert len(problems) > 20
+    newton = _compiled.kernels().pumma_newton
+    from perceptron_oracle.fast.pumma import NEWTON_MAX_STEPS, NEWTON_STOP
+    from perceptron_oracle.fast.romma import SINGULAR
+    for problem, (alpha, beta) in zip(problems, solutions):
+        phi = problem[0].copy()
+        got = newton(*problem, NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)
+        assert got[0] == pytest.approx(alpha, rel=1e-9)
+        assert got[1] == pytest.approx(beta, rel=1e-9, abs=1e-12)
