@@ -192,6 +192,32 @@ def test_the_loop_finishes_an_unfinished_newton_and_resumes(monkeypatch, seed, p
         _assert_loop_is_the_driver(trace, X, y, 2, p=p)
 
 
+#: Small-integer sequences (p = 4, delta = 1/10, two epochs) with exact ties in the case test
+#: (the reference flags those trials): decided for case (i) within CASE_TIE, every engine
+#: makes the exact run's updates; decided by rounding alone, the loop parts from it at a
+#: flagged trial (found by removing CASE_TIE from the loop).
+TIES = [
+    ([[2, 0], [-2, 2], [-2, 2], [0, 0], [0, 2], [0, 2], [0, 2], [2, -1], [1, 2], [0, -1],
+      [-1, -2]], [-1, 1, -1, -1, 1, 1, 1, -1, 1, 1, -1]),
+    ([[1, 2], [-2, -1], [-1, 0], [-1, 1], [-1, -1], [2, -1], [1, 2], [2, -2]],
+     [1, -1, 1, 1, 1, -1, 1, 1]),
+]
+
+
+@needs_numba
+@pytest.mark.parametrize("rows,labels", TIES)
+def test_p_above_2_exact_case_ties_go_to_case_i_in_every_engine(rows, labels):
+    X, y = np.array(rows, dtype=float), np.array(labels)
+    expected = reference(X, y, p=4, delta="1/10", epochs=2, record_scores=True)
+    assert expected.fragile
+    for engine in ENGINES:
+        for data in (X, sp.csr_matrix(X)):
+            trace = fp.primal(data, y, p=4, delta="1/10", epochs=2, engine=engine)
+            result = compare(expected, trace, X)
+            assert result.ok and not result.excused, (engine, result.describe())
+            assert trace.updates == expected.updates
+
+
 @needs_numba
 @pytest.mark.parametrize("C", [None, "1/2"])
 @pytest.mark.parametrize("kind", ["dense", "csr"])
