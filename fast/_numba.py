@@ -1787,3 +1787,164 @@ def pumma_newton(z: Any, theta: Any, zs: float, vs: float, ss: float, target: fl
     for i in range(z.shape[0]):
         phi[i] = x0 * z[i] + x1 * theta[i]
     return x0, x1, pumma_residual(x0, x1, z, theta, p, zs, vs, ss, target, sums)
+
+
+# -- PUMMA p > 2: the per-trial loop (fast._compiled_pumma, fast.pumma._pnorm_compiled) ----------
+
+@jit(reassoc=True)
+def pnorm_pair_dots(Fz: Any, z: Any, theta: Any) -> tuple[float, float]:
+    """f^{-1}(z).z = ||z||_p^2 and f^{-1}(z).theta (one loop)."""
+    nz = 0.0
+    ft = 0.0
+    for i in range(z.shape[0]):
+        nz += Fz[i] * z[i]
+        ft += Fz[i] * theta[i]
+    return nz, ft
+
+
+@jit
+def pnorm_pair_solve(z: Any, Fz: Any, theta: Any, a: Any, held: Any, count: int, pos: int,
+                     neg: int, p: float, inv_c: float, soft: bool, zz: float, zt: float,
+                     consts: Any, state: Any, phi: Any) -> int:
+    """``fast.pumma.PNormSpace.pair_solve`` for z = x_pos - x_neg (formed, with
+    zz = ||z||^2 and zt = z.theta): 0 infeasible; 1 solved, phi written and (alpha, beta)
+    in state[13:15]; 2 the Newton's residual exceeds its tolerance (the caller finishes;
+    state[13:19] = alpha, beta, zs, vs, ss, target).  consts = [RESIDUAL_SINGULAR,
+    CASE_TIE, NEWTON_TOLERANCE, NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR]; state[7] = tt,
+    state[8:10] = the warm start ``last``."""
+    a2 = slack_norm(a, held, count, -1, -1, 0.0) if soft else 0.0      # ||a||^2
+    zs = 2.0 * inv_c if soft else 0.0                                   # ||E||^2 / C
+    vs = (a[pos] - a[neg]) * inv_c if soft else 0.0                     # xi'_pos + xi'_neg
+    ss = a2 * inv_c                                                     # C ||xi'||^2
+    target = state[7] + ss                                              # ||v~||^2
+    state[15], state[16], state[17], state[18] = zs, vs, ss, target
+    pnorm_gradient(z, p, Fz)                                            # f^{-1}(z)
+    nz, ft = pnorm_pair_dots(Fz, z, theta)
+    if nz + zs <= 0.0:
+        return 0
+    alpha = 2.0 / (nz + zs)
+    if target == 0.0 or alpha * (ft + vs) >= target * (1.0 - consts[1]):   # case (i)
+        for i in range(z.shape[0]):
+            phi[i] = alpha * z[i]
+        state[13], state[14] = alpha, 0.0
+        return 1
+    if soft:
+        zz += 2.0
+        zt += a[pos] - a[neg]
+    s = zt / zz      # infeasible iff (z, E) is a nonpositive multiple of (theta, a)
+    res = sparse_residual(theta, z, s)
+    if soft:
+        res += slack_norm(a, held, count, pos, neg, s)
+    if zz * res <= consts[0] * zz * (norm2(theta) + a2):
+        return 0
+    x0, x1, residual = pumma_newton(z, theta, zs, vs, ss, target, alpha, p, state[8],
+                                    state[9], int(consts[3]), consts[4], consts[5], phi)
+    state[13], state[14] = x0, x1
+    return 2 if residual > consts[2] else 1
+
+
+@jit
+def pnorm_pair_apply(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
+                     neg: int, p: float, inv_c: float, soft: bool, alpha: float, beta: float,
+                     phi: Any, theta: Any, w: Any, a: Any, held: Any, state: Any) -> None:
+    """``fast.pumma.PNormSpace.pair_apply`` and the bias (20), in place: theta = phi,
+    w = f^{-1}(phi), tt = w.phi, the warm start (alpha, beta) kept when beta != 0, a <- beta
+    a + alpha (e_pos - e_neg) over the held examples, b = -(w~.x~_pos + w~.x~_neg) / 2;
+    state's pos, neg, b, tt and warm start written."""
+    n = phi.shape[0]
+    for i in range(n):
+        theta[i] = phi[i]
+    pnorm_gradient(theta, p, w)
+    state[7] = dense_dot(w, theta, n)
+    if beta != 0.0:
+        state[8], state[9] = alpha, beta
+    if soft:
+        slack_move(a, held, int(state[6]), pos, neg, beta, alpha)
+    if sparse:
+        bp = sparse_dot(data, indices, indptr[pos], indptr[pos + 1], w)
+        bn = sparse_dot(data, indices, indptr[neg], indptr[neg + 1], w)
+    else:
+        bp, bn = row_dot(X, pos, w), row_dot(X, neg, w)
+    if soft:
+        bp += a[pos] * inv_c
+        bn += a[neg] * inv_c
+    state[0], state[1], state[2] = pos, neg, -0.5 * (bp + bn)
+
+
+@jit
+def pnorm_update(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
+                 neg: int, p: float, inv_c: float, soft: bool, consts: Any, w: Any,
+                 theta: Any, z: Any, Fz: Any, phi: Any, a: Any, held: Any, mark: Any,
+                 state: Any) -> int:
+    """The update for the pair (pos, neg): z formed, the pair held (soft margin), problem
+    (3) / (24) solved (``pnorm_pair_solve``) and, when solved, applied
+    (``pnorm_pair_apply``).  Returns ``pnorm_pair_solve``'s status."""
+    zz, zt = pair_products(X, indptr, indices, data, sparse, pos, neg, theta, z)
+    if soft:
+        count = hold(pos, held, mark, int(state[6]))
+        state[6] = hold(neg, held, mark, count)
+    status = pnorm_pair_solve(z, Fz, theta, a, held, int(state[6]), pos, neg, p, inv_c, soft,
+                              zz, zt, consts, state, phi)
+    if status == 1:
+        pnorm_pair_apply(X, indptr, indices, data, sparse, pos, neg, p, inv_c, soft,
+                         state[13], state[14], phi, theta, w, a, held, state)
+    return status
+
+
+@jit
+def pumma_pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: Any,
+                       epochs: int, start: int, threshold: float, p: float, inv_c: float,
+                       soft: bool, consts: Any, w: Any, theta: Any, z: Any, Fz: Any,
+                       phi: Any, a: Any, held: Any, mark: Any, state: Any, mistakes: Any,
+                       updates: Any, scores: Any, record: bool) -> int:
+    """``pumma_primal`` for p > 2 from trial ``start``: state = [pos, neg, b, bad score,
+    mistakes, updates, held count, tt, last0, last1, pending trial, pending pos, pending
+    neg, alpha, beta, zs, vs, ss, target] (``pnorm_pair_solve``); w, theta = f(w), z, Fz
+    and phi n entries (z, Fz, phi scratch).  Returns the first trial whose score is not
+    finite, or -1; a Newton left unfinished stops the loop before its update with
+    state[10:13] = (trial, pos, neg) (else state[10] = -1): the caller finishes it, applies
+    it (``pnorm_pair_apply``), counts the update and resumes at the next trial."""
+    pos, neg, b = int(state[0]), int(state[1]), state[2]
+    nm, nu, bad, T, stop = int(state[4]), int(state[5]), -1, y.shape[0], False
+    state[10] = -1.0
+    for epoch in range(start // T, epochs):
+        for j in range(start % T if epoch == start // T else 0, T):
+            t = epoch * T + j
+            label = y[j]
+            started = pos >= 0 and neg >= 0
+            if sparse:
+                d = sparse_dot(data, indices, indptr[j], indptr[j + 1], w)
+            else:
+                d = row_dot(X, j, w)
+            s = d + b if started else b  # start-up: the score is b (w = 0)
+            if not math.isfinite(s if started else d):
+                bad, state[3], stop = t, (s if started else d), True
+                break
+            if record:
+                scores[t] = s
+            margin = label * s
+            mistakes[nm] = t             # kept only when counted
+            nm += margin <= 0
+            if soft:
+                margin = margin + label * (a[j] * inv_c)
+            if not updates_at(j, label, margin, pos, neg, threshold):
+                continue
+            pp, qq = (j, neg) if label > 0 else (pos, j)
+            status = 1
+            if pp >= 0 and qq >= 0:
+                status = pnorm_update(X, indptr, indices, data, sparse, pp, qq, p, inv_c,
+                                      soft, consts, w, theta, z, Fz, phi, a, held, mark,
+                                      state)
+            else:                        # start-up: half a pair stored
+                state[0], state[1], state[2] = pp, qq, 1.0 if pp >= 0 else -1.0
+            if status == 2:
+                state[10], state[11], state[12], stop = t, pp, qq, True
+                break
+            if status == 1:
+                pos, neg, b = int(state[0]), int(state[1]), state[2]
+                updates[nu] = t
+                nu += 1
+        if stop:
+            break
+    state[4], state[5] = nm, nu
+    return bad

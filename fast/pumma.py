@@ -12,10 +12,12 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
   coordinates, with the exact 2 x 2 Hessian and warm-started from the previous update's
   (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
   (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
-  as the augmented coordinates of the p = 2 case.  On the numba engine the same Newton runs
-  compiled (``fast._numba.pumma_newton``, one call per update instead of some hundred
-  numpy calls on 2-vectors), and f^{-1} by ``fast._numba.pnorm_gradient``; the block-ahead
-  driver and the finishing pass stay in Python.
+  as the augmented coordinates of the p = 2 case.  On the numba engine the run is a
+  compiled per-trial loop (``fast._numba.pumma_pnorm_primal``, :func:`_pnorm_compiled`):
+  ``PNormSpace``'s solve and apply with the same Newton compiled
+  (``fast._numba.pumma_newton``) and f^{-1} by ``fast._numba.pnorm_gradient``; an update
+  whose compiled Newton stops above NEWTON_TOLERANCE leaves the loop for the finishing
+  pass in Python (:func:`_finish_pending`), and the loop resumes after it.
 - ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
   on the support Gram matrix's diagonal, by example identity across epochs.
 """
@@ -86,7 +88,8 @@ class PNormSpace(PrimalSpace):
         self.theta = np.zeros(X.shape[1])
         self.tt = 0.0
         self.last = (0.0, 1.0)  # the previous case (ii) solution (alpha, beta)
-        #: ``fast._numba`` when the engine is numba (the compiled Newton and f^-1), else None
+        #: ``fast._numba`` when compiled (the compiled Newton and f^-1; the p > 2 loop's
+        #: space, and ``setup``'s ``compiled``), else None
         self.kernels: Any = _compiled_pumma.loops() if compiled else None
 
     def row(self, e: int) -> np.ndarray:
@@ -276,7 +279,8 @@ class PNormSpace(PrimalSpace):
         on a tiny z, w ~ 1e23 against z ~ 1, where the line search's floor stops the first,
         far overshooting step): finish with the reference's damped Newton on the residual
         rule, in float64, and keep the better iterate."""
-        soft = None if self.a is None else (vs, ss * self.inv_c, 1.0 / self.inv_c)
+        # Python floats: the reference's FloatOps.sign cannot take numpy's (vs is a_pos - a_neg)
+        soft = None if self.a is None else (float(vs), float(ss) * self.inv_c, 1.0 / self.inv_c)
         start = (float(x[0]), float(x[1])) if x[0] > 0 and x[1] > 0 else (0.0, 1.0)
         try:
             lam, eta = newton_dual(FloatOps(), z.tolist(), self.theta.tolist(), target,
@@ -422,7 +426,8 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
           compiled: bool = False) -> tuple[_Pumma, dict[str, Any], Any, np.ndarray, int]:
     """The model of a run (the experiments continue it epoch by epoch), its resolved
     parameters, the validated data and epochs; ``compiled``: p > 2 solves by the compiled
-    Newton (``PNormSpace``)."""
+    Newton (``PNormSpace``) inside the block-ahead driver, the p > 2 loop's algorithm one
+    update at a time (the tests compare the two)."""
     kern, params = _resolve(form, kernel, given)
     p = float(params["p"])
     X, y = validate(X, y)
@@ -436,15 +441,16 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str = "numpy") -> Trace:
     """A run of ``form``; with the linear kernel and when ``engine`` chooses numba
-    (``fast._compiled.choose``: never under ``forced_updates``), for p = 2 by the compiled
-    primal loop (the dual form's linear-kernel run is the primal's: w = sum_e a_e x_e, the
-    trace's ``final`` in both forms; SPEC.md 14.7), for p > 2 by the block-ahead driver
-    with the compiled Newton."""
+    (``fast._compiled.choose``: never under ``forced_updates``) by the compiled primal loop
+    (p = 2: :func:`_primal_compiled`, p > 2: :func:`_pnorm_compiled`; the dual form's
+    linear-kernel run is the primal's: w = sum_e a_e x_e, the trace's ``final`` in both
+    forms; SPEC.md 14.7), else by the block-ahead driver."""
     kern, params = _resolve(form, kernel, given)
-    compiled = _compiled.choose(engine, compiled_serves=kern.is_linear) == "numba"
-    if compiled and float(params["p"]) == 2.0:
-        return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
-    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given, compiled)
+    if _compiled.choose(engine, compiled_serves=kern.is_linear) == "numba":
+        if float(params["p"]) == 2.0:
+            return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
+        return _pnorm_compiled(form, X, y, epochs, kernel, given, record_scores)
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
     return Trace(algorithm="pumma", form=form, kernel=parse_kernel(kernel).spec,
                  params=params, n_examples=y.shape[0], epochs=epochs,
@@ -453,43 +459,116 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
                  scores=result.scores)
 
 
+class _CompiledRun:
+    """What a compiled primal loop reads and writes (``fast._compiled_pumma``): the data as
+    the loops take it (dense X is not checked for NaN or infinity beforehand: the loop's row
+    products are that check, a row holding one gives NaN or infinity, reported as validate()
+    reports it), the soft margin's a (T entries, else 1) with ``held``/``mark``, the state,
+    the mistake and update trials and the scores."""
+
+    def __init__(self, form: str, X: Any, y: Any, epochs: int, kernel: Any,
+                 given: dict[str, Any], record_scores: bool, state: list[float]):
+        self.form = form
+        self.kern, self.params = _resolve(form, kernel, given)
+        self.X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass
+        self.y, self.labels = y, y.astype(np.float64)
+        self.epochs = check_epochs(epochs)
+        self.T, n = self.X.shape
+        self.soft = self.params["C"] is not None
+        self.inv_c = 1.0 / float(self.params["C"]) if self.soft else 0.0
+        self.threshold = 1.0 - float(self.params["delta"])
+        self.parts = _compiled.csr_parts(self.X)
+        self.a = np.zeros(self.T if self.soft else 1)
+        self.held = np.zeros(self.a.shape[0], dtype=np.int64)
+        self.mark = np.zeros(self.a.shape[0], dtype=bool)
+        self.state = np.array(state, dtype=np.float64)
+        trials = self.epochs * self.T
+        self.mistakes = np.empty(trials, dtype=np.int64)
+        self.updates = np.empty(trials, dtype=np.int64)
+        self.record = record_scores
+        self.scores = np.zeros(trials if record_scores else 1)
+        self.w = np.zeros(n)
+
+    def trace(self) -> Trace:
+        """The run's trace from state = [pos, neg, b, _, mistakes, updates, ...]."""
+        pos, neg = int(self.state[0]), int(self.state[1])
+        final: dict[str, Any] = {"w": self.w.tolist(), "b": float(self.state[2]),
+                                 "pos": pos if pos >= 0 else None,
+                                 "neg": neg if neg >= 0 else None}
+        if self.soft:
+            final["xi"] = (self.a * self.y * self.inv_c).tolist()
+        done = self.updates[:int(self.state[5])].tolist()
+        return Trace(algorithm="pumma", form=self.form, kernel=self.kern.spec,
+                     params=self.params, n_examples=self.T, epochs=self.epochs,
+                     mistakes=self.mistakes[:int(self.state[4])].tolist(), updates=done,
+                     final=finite_final(final, done, self.T),
+                     scores=self.scores.tolist() if self.record else None)
+
+
 def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
                      given: dict[str, Any], record_scores: bool) -> Trace:
     """The run for p = 2 and the linear kernel by the compiled per-trial loop
-    (``fast._compiled_pumma``), traced as ``form``'s.  Dense X is not checked for NaN or
-    infinity beforehand: the loop's row products are that check (a row holding one gives
-    NaN or infinity), reported as validate() reports it."""
-    from . import _compiled_pumma
-
-    kern, params = _resolve(form, kernel, given)
-    X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass checks
-    epochs = check_epochs(epochs)
-    T, n = X.shape
-    soft = params["C"] is not None
-    inv_c = 1.0 / float(params["C"]) if soft else 0.0
-    dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
-    w, a = np.zeros(n), np.zeros(T if soft else 1)
-    held, mark = np.zeros(a.shape[0], dtype=np.int64), np.zeros(a.shape[0], dtype=bool)
-    state = np.array([-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0])  # pos, neg, b, ... (the loop's)
-    trials = epochs * T
-    mistakes, updates = np.empty(trials, dtype=np.int64), np.empty(trials, dtype=np.int64)
-    scores = np.zeros(trials if record_scores else 1)
+    (``fast._numba.pumma_primal``), traced as ``form``'s."""
+    run = _CompiledRun(form, X, y, epochs, kernel, given, record_scores,
+                       [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0])  # pos, neg, b, ...
     bad = _compiled_pumma.loops().pumma_primal(
-        dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
-        1.0 - float(params["delta"]), RESIDUAL_SINGULAR, inv_c, soft, w, np.zeros(n), a,
-        held, mark, state, mistakes, updates, scores, record_scores)
-    _compiled.raise_if_bad(bad, T, state[3], X)  # dense X: a NaN or infinity named first
-    pos, neg = int(state[0]), int(state[1])
-    final: dict[str, Any] = {"w": w.tolist(), "b": float(state[2]),
-                             "pos": pos if pos >= 0 else None,
-                             "neg": neg if neg >= 0 else None}
-    if soft:
-        final["xi"] = (a * y * inv_c).tolist()
-    done = updates[:int(state[5])].tolist()
-    return Trace(algorithm="pumma", form=form, kernel=kern.spec, params=params,
-                 n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[4])].tolist(),
-                 updates=done, final=finite_final(final, done, T),
-                 scores=scores.tolist() if record_scores else None)
+        *run.parts, run.labels, run.epochs, run.threshold, RESIDUAL_SINGULAR, run.inv_c,
+        run.soft, run.w, np.zeros(run.w.shape[0]), run.a, run.held, run.mark, run.state,
+        run.mistakes, run.updates, run.scores, run.record)
+    _compiled.raise_if_bad(bad, run.T, run.state[3], run.X)  # dense X: NaN, inf named first
+    return run.trace()
+
+
+#: The p > 2 loop's start state (``fast._numba.pumma_pnorm_primal``): no pair, b = -1,
+#: tt = 0, the warm start (0, 1) (``PNormSpace.last``), no pending Newton.
+PNORM_START = [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0] + [0.0] * 8
+
+
+def _pnorm_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
+                    given: dict[str, Any], record_scores: bool) -> Trace:
+    """The run for p > 2 by the compiled per-trial loop (``fast._numba.pumma_pnorm_primal``),
+    traced as ``form``'s.  A ``PNormSpace`` holds w and theta (the loop's, in place) and
+    the soft margin's a, for its Python finishing pass: where the loop stops at an update
+    whose compiled Newton left a residual above NEWTON_TOLERANCE, :func:`_finish_pending`
+    finishes and applies it, and the loop resumes at the next trial."""
+    run = _CompiledRun(form, X, y, epochs, kernel, given, record_scores, PNORM_START)
+    p = float(run.params["p"])
+    space = PNormSpace(run.X, run.T, float(run.params["C"]) if run.soft else None, p, True)
+    run.w = space.w
+    if run.soft:
+        run.a = space.a
+    scratch = [np.zeros(run.w.shape[0]) for _ in range(3)]  # z, f^{-1}(z), phi
+    consts = np.array([RESIDUAL_SINGULAR, CASE_TIE, NEWTON_TOLERANCE, NEWTON_MAX_STEPS,
+                       NEWTON_STOP, SINGULAR])
+    loops, start = space.kernels, 0
+    while True:
+        bad = loops.pumma_pnorm_primal(
+            *run.parts, run.labels, run.epochs, start, run.threshold, p, run.inv_c,
+            run.soft, consts, space.w, space.theta, *scratch, run.a, run.held, run.mark,
+            run.state, run.mistakes, run.updates, run.scores, run.record)
+        _compiled.raise_if_bad(bad, run.T, run.state[3], run.X)
+        if run.state[10] < 0:
+            return run.trace()
+        start = _finish_pending(run, space, scratch[0]) + 1
+
+
+def _finish_pending(run: _CompiledRun, space: PNormSpace, z: np.ndarray) -> int:
+    """The update the p > 2 loop stopped at (state[10:19]: trial, pos, neg, the compiled
+    Newton's (alpha, beta), zs, vs, ss, target; z = x_pos - x_neg): finished by
+    :meth:`PNormSpace._finish` (the reference's float64 Newton) as the driver's numba path
+    does, applied by the loop's ``pnorm_pair_apply`` (pair_apply and the bias (20)) and
+    counted.  Returns its trial."""
+    state = run.state
+    t, pos, neg = int(state[10]), int(state[11]), int(state[12])
+    x0, x1, zs, vs, ss, target = state[13:19].tolist()
+    A, S, rhs = space._dual_parts(z, zs, vs, ss, target)
+    x = space._finish(np.array([x0, x1]), z, vs, ss, target, A, S, rhs)
+    space.kernels.pnorm_pair_apply(*run.parts, pos, neg, space.p, run.inv_c, run.soft,
+                                   float(x[0]), float(x[1]), x @ A, space.theta, space.w,
+                                   run.a, run.held, state)
+    run.updates[int(state[5])] = t
+    state[5] += 1
+    return t
 
 
 def forced_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -519,13 +598,12 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
     """Primal form, any p >= 2: w (and theta = f(w) for p > 2) in float64.  ``numbers`` is
     the reference's arithmetic: checked and recorded, it does not change a float64 run.
 
-    ``engine`` (p = 2): "numba" runs the compiled per-trial loop (``fast._compiled_pumma``),
-    "numpy" the block-ahead driver scoring a block with X[block] @ w, "auto" (the default)
-    the compiled loop when numba is installed (``fast._compiled`` says how numba is found).
-    p > 2: the block-ahead driver on either engine, with "numba" (and "auto" with numba
-    installed) solving each update by the compiled Newton (``PNormSpace``).  Runs under
-    ``forced_updates`` (shadow runs) take the numpy path whatever was asked, as does
-    :func:`forced_run`."""
+    ``engine``: "numba" runs the compiled per-trial loop (``fast._compiled_pumma``; p > 2
+    with the compiled Newton, its rare finishing pass in Python), "numpy" the block-ahead
+    driver scoring a block with X[block] @ w (p > 2: the numpy Newton), "auto" (the
+    default) the compiled loop when numba is installed (``fast._compiled`` says how numba
+    is found).  Runs under ``forced_updates`` (shadow runs) take the numpy path whatever
+    was asked, as does :func:`forced_run`."""
     return _run("primal", X, y, epochs, kernel,
                 dict(p=p, delta=delta, C=C, numbers=numbers), record_scores, engine)
 

@@ -1,13 +1,16 @@
-"""PUMMA's primal form (p = 2) on both engines against the reference and against each other.
+"""PUMMA's primal form on both engines against the reference and against each other.
 
-``engine="numba"`` (the compiled per-trial loop of ``fast._compiled_pumma``) and
-``engine="numpy"`` (the block-ahead driver), on dense and CSR input, hard and soft margin,
-each run on the same drawn sequence and parameters as the exact reference and must pass
-``compare`` as in tests/test_differential.py (the same mistakes and updates trial for trial,
-a divergence only at a fragile trial; the final state within the reference's bounds).  The
-fallbacks to the numpy path (p > 2, shadow runs, ``forced_run``) are checked by making the
-compiled loop fail if it is called.  Without numba the compiled items are skipped (reason
-stated); the ParamError for ``engine="numba"`` without numba is tested either way.
+``engine="numba"`` (the compiled per-trial loops of ``fast._compiled_pumma``: p = 2, and
+p > 2 with its compiled Newton) and ``engine="numpy"`` (the block-ahead driver), on dense
+and CSR input, hard and soft margin, each run on the same drawn sequence and parameters as
+the exact reference and must pass ``compare`` as in tests/test_differential.py (the same
+mistakes and updates trial for trial, a divergence only at a fragile trial; the final state
+within the reference's bounds).  The p > 2 loop's Python finishing pass (a Newton left above
+NEWTON_TOLERANCE) is reached inside the loop, on natural small-integer data and with the
+Newton cut to one step.  The fallbacks to the numpy path (shadow runs, ``forced_run``) are
+checked by making the compiled loops fail if they are called.  Without numba the compiled
+items are skipped (reason stated); the ParamError for ``engine="numba"`` without numba is
+tested either way.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from fast_protocol import (
 from fast_protocol import check_against as _check
 from fast_protocol import check_run as _check_run
 from perceptron_oracle import registry
+from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import _compiled, _compiled_pumma
 from perceptron_oracle.fast import pumma as fp
@@ -119,12 +123,122 @@ def test_engines_agree_on_a_longer_run(C):
 @pytest.mark.parametrize("C", [None, "1/2"])
 @pytest.mark.parametrize("p", [Fraction(5, 2), 3, 4])
 def test_p_above_2_engines_agree_on_a_longer_run(p, C):
-    """p > 2, thousands of trials and hundreds of case-(ii) updates: the compiled Newton
-    makes the numpy Newton's decisions, its scores and w equal to rounding."""
+    """p > 2, thousands of trials and hundreds of case-(ii) updates, dense and CSR: the
+    compiled loop makes the driver's decisions, its scores and w equal to rounding."""
     X, y = _noisy(1500, 12, seed=1)
-    a = fp.primal(X, y, epochs=2, p=p, delta="1/10", C=C, engine="numpy", record_scores=True)
-    b = fp.primal(X, y, epochs=2, p=p, delta="1/10", C=C, engine="numba", record_scores=True)
-    _assert_engines_agree(a, b, C)
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X))
+    for data in (X, Xs):
+        a = fp.primal(data, y, epochs=2, p=p, delta="1/10", C=C, engine="numpy",
+                      record_scores=True)
+        b = fp.primal(data, y, epochs=2, p=p, delta="1/10", C=C, engine="numba",
+                      record_scores=True)
+        _assert_engines_agree(a, b, C)
+        assert np.isclose(a.final["b"], b.final["b"], rtol=1e-8, atol=1e-8)
+
+
+def _integer_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Small-integer rows (-3 .. 3) and random labels: p = 5/2 and 3 leave the compiled
+    Newton above NEWTON_TOLERANCE now and then (``PNormSpace._finish``'s docstring)."""
+    rng = np.random.default_rng(seed)
+    T, n = int(rng.integers(6, 40)), int(rng.integers(1, 4))
+    X = rng.integers(-3, 4, (T, n)).astype(float)
+    return X, np.where(rng.random(T) < 0.5, 1, -1)
+
+
+def _driver_with_compiled_newton(X, y, epochs, **params):
+    """The block-ahead driver solving each update by the compiled Newton and finishing in
+    Python (``setup``'s ``compiled``): the loop's algorithm, one update at a time."""
+    model, _, Xv, yv, epochs = fp.setup("primal", X, y, epochs, "linear", params, True)
+    return fp.run_blocks(model, yv, epochs, True), model
+
+
+def _finishes(monkeypatch) -> list[int]:
+    """The trials at which the p > 2 loop stops for the Python finishing pass."""
+    trials: list[int] = []
+    real = fp._finish_pending
+    monkeypatch.setattr(fp, "_finish_pending",
+                        lambda run, *args: trials.append(int(run.state[10]))
+                        or real(run, *args))
+    return trials
+
+
+def _assert_loop_is_the_driver(trace, X, y, epochs, **params):
+    """The loop's trace against the driver with the compiled Newton: the same decisions and
+    pair, scores and w equal to rounding."""
+    driver, model = _driver_with_compiled_newton(X, y, epochs, **params)
+    assert (trace.mistakes, trace.updates) == (driver.mistakes, driver.updates)
+    assert (trace.final["pos"], trace.final["neg"]) == (model.pos, model.neg)
+    assert np.allclose(trace.scores, driver.scores, rtol=1e-9, atol=1e-9)
+    assert np.allclose(trace.final["w"], model.space.w, rtol=1e-9, atol=1e-12)
+
+
+@needs_numba
+@pytest.mark.parametrize("p", [Fraction(5, 2), 3])
+@pytest.mark.parametrize("seed", [6, 43])
+def test_the_loop_finishes_an_unfinished_newton_and_resumes(monkeypatch, seed, p):
+    """Small-integer data where the compiled Newton stops above NEWTON_TOLERANCE: the loop
+    stops at that update, the finishing pass runs in Python, the update is applied and
+    counted, the loop resumes at the next trial (also in the second epoch); the run is the
+    reference's and the driver's (dense and CSR)."""
+    X, y = _integer_data(seed)
+    expected = reference(X, y, epochs=2, p=p, record_scores=True)
+    for data in (X, sp.csr_matrix(X)):
+        trials = _finishes(monkeypatch)
+        trace = fp.primal(data, y, epochs=2, p=p, engine="numba", record_scores=True)
+        assert trials and set(trials) <= set(trace.updates)
+        assert max(trials) >= len(y)
+        result = compare(expected, trace, X)
+        assert result.ok, result.describe()
+        _assert_loop_is_the_driver(trace, X, y, 2, p=p)
+
+
+#: Small-integer sequences (p = 4, delta = 1/10, two epochs) with exact ties in the case test
+#: (the reference flags those trials): decided for case (i) within CASE_TIE, every engine
+#: makes the exact run's updates; decided by rounding alone, the loop parts from it at a
+#: flagged trial (found by removing CASE_TIE from the loop).
+TIES = [
+    ([[2, 0], [-2, 2], [-2, 2], [0, 0], [0, 2], [0, 2], [0, 2], [2, -1], [1, 2], [0, -1],
+      [-1, -2]], [-1, 1, -1, -1, 1, 1, 1, -1, 1, 1, -1]),
+    ([[1, 2], [-2, -1], [-1, 0], [-1, 1], [-1, -1], [2, -1], [1, 2], [2, -2]],
+     [1, -1, 1, 1, 1, -1, 1, 1]),
+]
+
+
+@needs_numba
+@pytest.mark.parametrize("rows,labels", TIES)
+def test_p_above_2_exact_case_ties_go_to_case_i_in_every_engine(rows, labels):
+    X, y = np.array(rows, dtype=float), np.array(labels)
+    expected = reference(X, y, p=4, delta="1/10", epochs=2, record_scores=True)
+    assert expected.fragile
+    for engine in ENGINES:
+        for data in (X, sp.csr_matrix(X)):
+            trace = fp.primal(data, y, p=4, delta="1/10", epochs=2, engine=engine)
+            result = compare(expected, trace, X)
+            assert result.ok and not result.excused, (engine, result.describe())
+            assert trace.updates == expected.updates
+
+
+@needs_numba
+@pytest.mark.parametrize("C", [None, "1/2"])
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_a_newton_cut_to_one_step_is_finished_inside_the_loop(monkeypatch, kind, C):
+    """NEWTON_MAX_STEPS = 1: nearly every case-(ii) update leaves the loop for the finishing
+    pass and the loop resumes after it, hundreds of times over two epochs; the decisions
+    are the uncut run's, the state the driver's (which finishes the same way).  The numpy
+    engine, finishing its own cut Newton, decides alike (with the soft margin its slack
+    terms reach the reference's Newton as Python floats: numpy's failed there)."""
+    X, y = _noisy(400, 6, seed=7)
+    data = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X)) if kind == "csr" else X
+    params = dict(p=3, delta="1/10", C=C)
+    uncut = fp.primal(data, y, epochs=2, engine="numba", **params)
+    monkeypatch.setattr(fp, "NEWTON_MAX_STEPS", 1)
+    trials = _finishes(monkeypatch)
+    trace = fp.primal(data, y, epochs=2, engine="numba", record_scores=True, **params)
+    assert len(trials) > 100 and max(trials) >= len(y)
+    assert (trace.mistakes, trace.updates) == (uncut.mistakes, uncut.updates)
+    assert np.allclose(trace.final["w"], uncut.final["w"], rtol=1e-8, atol=1e-10)
+    _assert_loop_is_the_driver(trace, data, y, 2, **params)
+    assert fp.primal(data, y, epochs=2, engine="numpy", **params).updates == trace.updates
 
 
 @needs_numba
@@ -191,29 +305,57 @@ def test_shadow_runs_take_the_numpy_path(monkeypatch):
 
 
 @needs_numba
-def test_p_above_2_takes_the_compiled_newton_on_numba(monkeypatch):
-    """p > 2: "numba" and "auto" solve each case-(ii) update by the compiled Newton
-    (``fast._numba.pumma_newton``) inside the block-ahead driver, "numpy" by the numpy one;
-    the p = 2 loop is not called."""
+def test_p_above_2_takes_the_compiled_loop_on_numba(monkeypatch):
+    """p > 2: "numba" and "auto" run the compiled per-trial loop
+    (``fast._numba.pumma_pnorm_primal``), "numpy" the block-ahead driver with the numpy
+    Newton; the p = 2 loop is not called."""
     X, y = _noisy(200, 5, seed=4)
-    calls = []
+    calls: list[str] = []
     real = _compiled.kernels()
 
     class Spy:
-        pnorm_gradient = real.pnorm_gradient
+        def __getattr__(self, name):
+            if name in ("pumma_pnorm_primal", "pumma_primal", "pumma_newton"):
+                calls.append(name)
+            return getattr(real, name)
 
-        @staticmethod
-        def pumma_newton(*args):
-            calls.append(1)
-            return real.pumma_newton(*args)
-
-    monkeypatch.setattr(_compiled_pumma, "loops", lambda: Spy)
+    monkeypatch.setattr(_compiled_pumma, "loops", Spy)
     runs = {}
     for engine in ("numpy", "numba", "auto"):
-        before = len(calls)
+        calls.clear()
         runs[engine] = fp.primal(X, y, p=3, C="1/4", engine=engine)
-        assert (len(calls) > before) == (engine != "numpy"), engine
+        assert calls == ([] if engine == "numpy" else ["pumma_pnorm_primal"]), engine
     assert runs["numba"].updates == runs["auto"].updates == runs["numpy"].updates
+
+
+@needs_numba
+@pytest.mark.parametrize("p", [Fraction(5, 2), 4])
+@pytest.mark.parametrize("kind", ["dense", "csr"])
+def test_p_above_2_overflow_names_the_same_trial_in_both_engines(kind, p):
+    """A pair differing by 1e-300 (the p = 2 case's data): the next scores overflow and
+    both engines stop at the same trial; an overflow at the last trial's update stops them
+    too (the final state holds infinity)."""
+    X, y = _noisy(40, 3, seed=2, scale=1e-160)
+    X[7] = X[np.flatnonzero(y != y[7])[-1]]
+    X[7, 0] += 1e-300
+    data = sp.csr_matrix(X) if kind == "csr" else X
+    assert_engines_stop_alike(lambda engine: fp.primal(data, y, p=p, epochs=2,
+                                                       engine=engine))
+    h = 0.5000000005
+    X = np.array([[0, h], [-1, h], [0, -h], [-3.48586423187426e-133, -h], [0, h]])
+    data = sp.csr_matrix(X) if kind == "csr" else X
+    assert_engines_stop_alike(lambda engine: fp.primal(data, np.array([1, -1, -1, 1, -1]),
+                                                       p=p, engine=engine))
+
+
+@needs_numba
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("row", [0, 30])
+def test_p_above_2_nan_or_infinity_in_x_is_validates_data_error(bad, row):
+    X, y = _noisy(50, 4, seed=3)
+    X[row, 2] = bad
+    assert_bad_value_named(lambda data, engine: fp.primal(data, y, p=3, engine=engine),
+                           X, bad)
 
 
 @needs_numba
@@ -222,15 +364,15 @@ def test_p_above_2_takes_the_compiled_newton_on_numba(monkeypatch):
 @given(data=st.data())
 def test_p_above_2_engines_match_reference(strategy, data):
     """p = 5/2, 3 or 4 (the differential suite's draws for the primal form), delta and the
-    soft margin drawn: the numpy Newton and the compiled one, dense (and CSR on numba)."""
+    soft margin drawn: the driver and the compiled loop, dense and CSR."""
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
     params = data.draw(PARAMS["pumma"](form="dual"), label="params")
     params["p"] = data.draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
                             label="p")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    runs = [(seq.X, "dense", engine) for engine in ENGINES]
-    runs.append((sp.csr_matrix(seq.X), "csr", "numba"))
+    runs = [(X, kind, engine) for engine in ENGINES
+            for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr"))]
     for X, kind, engine in runs:
         _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
                                      **params), seq.X, f"primal {kind} {engine} {params}")
