@@ -24,8 +24,7 @@ decisions outside the reference's fragile trials.
 What is not compiled, and takes the numpy path under ``engine="auto"`` (``engine="numba"``
 too: these are documented fallbacks, not errors): a run under ``driver.forced_updates``
 (shadow runs), the Perceptron's dual and ROMMA's kernel dual on CSR input, and PUMMA's
-kernel dual (with the linear kernel both duals run their primal's loop; PUMMA with p > 2
-runs the block-ahead driver with a compiled Newton).
+kernel dual (with the linear kernel both duals run their primal's loop).
 
 This module is the numba-free front that every compiled family shares (engine choice, the
 flags, the CSR parts, the overflow report); the loops themselves are module-level functions

@@ -1,5 +1,5 @@
 """The compiled per-trial loops (numba) of the Perceptron, the p-norm Perceptron, ROMMA, PUMMA
-(p = 2) and the Perceptron's one-vs-rest learners, with the jitted pieces they share.
+(any p) and the Perceptron's one-vs-rest learners, with the jitted pieces they share.
 
 What each loop computes, and why, is said by its family's front module: ``fast._compiled``
 (Perceptron, p-norm Perceptron; engine choice and the flags), ``fast._compiled_romma``,
