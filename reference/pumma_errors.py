@@ -124,7 +124,9 @@ class ThetaError:
         (the update's roundings)."""
         self.grow(st.xis)
         phi = self.vector(st.link(st.w, st.q), st.xis, 1 / self.invC if self.invC else 1.0)
-        self.Q = plus_ball(np.zeros_like(self.Q), fresh * float(np.linalg.norm(phi)))
+        with np.errstate(all="ignore"):     # a state beyond float64: Q infinite
+            Q = plus_ball(np.zeros_like(self.Q), fresh * float(np.linalg.norm(phi)))
+        self.Q = Q if np.all(np.isfinite(Q)) else np.full_like(Q, math.inf)
 
     def carry(self, st: Any, pos: int, neg: int, kappa: float, fresh: float) -> None:
         """Case (ii) (``st.solved``): Q' = J Q J^T plus a ball of radius fresh ||phi~'||_2
@@ -137,10 +139,10 @@ class ThetaError:
         vec = self.vector
         tth, tphi = vec(th, xis, C or 1.0), vec(phi, st.xis, C or 1.0)
         eta = clamped_float(eta)
-        J = update_jacobian(vec(z, E), tth, vec(v, xis), vec(st.w, st.xis), tphi,
-                            clamped_float(lam), eta, self.p, self.n, self.invC)
-        D, th_norm = self.radius, float(np.linalg.norm(tth))
         with np.errstate(all="ignore"):     # a state beyond float64: Q infinite, rho too
+            J = update_jacobian(vec(z, E), tth, vec(v, xis), vec(st.w, st.xis), tphi,
+                                clamped_float(lam), eta, self.p, self.n, self.invC)
+            D, th_norm = self.radius, float(np.linalg.norm(tth))
             if J is None:
                 Q = 4 * kappa * D * D * np.eye(self.Q.shape[0])
             else:   # (eta I + A^T K) Q (eta I + A^T K)^T, in O(dim^2)

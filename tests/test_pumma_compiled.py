@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from fast_protocol import (
@@ -40,6 +40,7 @@ from perceptron_oracle.fast import _compiled, _compiled_pumma
 from perceptron_oracle.fast import pumma as fp
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
 from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
+from perceptron_oracle.reference.maximum_margin import NotConverged
 from perceptron_oracle.reference.pumma import pumma as reference
 
 
@@ -370,7 +371,10 @@ def test_p_above_2_engines_match_reference(strategy, data):
     params["p"] = data.draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
                             label="p")
     epochs = data.draw(st.integers(1, 3), label="epochs")
-    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    try:
+        expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
+    except NotConverged:  # no exact answer to compare with (SPEC.md 14.5)
+        reject()
     runs = [(X, kind, engine) for engine in ENGINES
             for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr"))]
     for X, kind, engine in runs:

@@ -537,3 +537,25 @@ def test_p_above_2_soft_margin_rule_holds_over_a_long_run(monkeypatch, engine):
     exact = _scores_within_bounds(monkeypatch, X, y, engine, epochs=10, p=4, C=1,
                                   numbers="mpmath:256")
     assert len(exact.updates) > 200
+
+
+def test_p_above_2_error_ellipsoid_beyond_float64_is_infinite_without_warnings():
+    """A state beyond float64's range (met by the hypothesis suite on its "duplicates"
+    sequences, p > 2) makes the update's Jacobian and the ellipsoid overflow: the carried error
+    is then infinite (every later trial fragile), and numpy's overflow warnings do not leak
+    out of the reference."""
+    import warnings
+    from types import SimpleNamespace
+
+    from perceptron_oracle.reference.pumma_errors import ThetaError
+    big = [1e200, -1e200]
+    solved = ([1e200, 1e200], big, big, {}, 1e-200, 0.5, big)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        error = ThetaError(2, 4.0, None)
+        error.restart(SimpleNamespace(link=lambda w, q: [1e300, 1e300], w=big, q=None,
+                                      xis={}), 1e-15)
+        assert error.radius == float("inf")
+        error = ThetaError(2, 4.0, None)
+        error.carry(SimpleNamespace(solved=solved, xis={}, w=big), 0, 1, 4.0, 1e-15)
+        assert error.radius == float("inf")
