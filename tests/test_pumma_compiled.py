@@ -256,13 +256,19 @@ def test_start_up_with_an_infeasible_pair_and_a_mistake_free_store():
             _check(expected, fp.primal(data, y, epochs=2, engine=engine), X, engine)
 
 
+def _pair_apart_by_1e_300(kind: str) -> tuple[object, np.ndarray]:
+    """Rows of 1e-160 with one pair differing by 1e-300 (dense or CSR): w ~ 1e300 after
+    that pair's update, and the next scores overflow."""
+    X, y = _noisy(40, 3, seed=2, scale=1e-160)
+    X[7] = X[np.flatnonzero(y != y[7])[-1]]
+    X[7, 0] += 1e-300
+    return (sp.csr_matrix(X) if kind == "csr" else X), y
+
+
 @needs_numba
 @pytest.mark.parametrize("kind", ["dense", "csr"])
 def test_overflow_names_the_same_trial_in_both_engines(kind):
-    X, y = _noisy(40, 3, seed=2, scale=1e-160)
-    X[7] = X[np.flatnonzero(y != y[7])[-1]]
-    X[7, 0] += 1e-300  # a pair differing by 1e-300: w ~ 1e300, the next scores overflow
-    data = sp.csr_matrix(X) if kind == "csr" else X
+    data, y = _pair_apart_by_1e_300(kind)
     assert_engines_stop_alike(lambda engine: fp.primal(data, y, epochs=2, engine=engine))
 
 
@@ -336,10 +342,7 @@ def test_p_above_2_overflow_names_the_same_trial_in_both_engines(kind, p):
     """A pair differing by 1e-300 (the p = 2 case's data): the next scores overflow and
     both engines stop at the same trial; an overflow at the last trial's update stops them
     too (the final state holds infinity)."""
-    X, y = _noisy(40, 3, seed=2, scale=1e-160)
-    X[7] = X[np.flatnonzero(y != y[7])[-1]]
-    X[7, 0] += 1e-300
-    data = sp.csr_matrix(X) if kind == "csr" else X
+    data, y = _pair_apart_by_1e_300(kind)
     assert_engines_stop_alike(lambda engine: fp.primal(data, y, p=p, epochs=2,
                                                        engine=engine))
     h = 0.5000000005
