@@ -182,32 +182,37 @@ def perceptron_test(t: int, j: int, s: float, y: Any, tau: float, lam_terms: Any
 
 
 @jit
-def fold_and_add(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, j: int,
-                 step: float, w: Any, averaged: Any, votes: int) -> None:
-    """w += step X[j] in place, and before each coordinate w_i changes the averaged w_i
-    (``averaged[i, 0]``) gains (the votes cast since w_i last changed) w_i (``averaged[i,
-    1]``: the vote count then): Freund & Schapire's sum_k c_k w_k (SPEC.md 11.3)
-    accumulated per coordinate as vote count times weight, without cancellation, touching
-    only the row's coordinates (a CSR row's stored entries).  The two numbers of a
-    coordinate share 16 bytes: on the 100,000 x 20,000 CSR benchmark at 25% updates the
-    fold adds about 0.035-0.045 us per trial to the loop's plain ``add_row``, from two
-    separate arrays 0.055, with the longest survivor's w and its save mark in the same 32
-    bytes 0.08 (``save_survivor`` keeps that w apart).  The counts are exact in float64.
-    One loop for both layouts (the compiler hoists the test of ``sparse``; a helper per
-    coordinate, even inlined, made it 40 times slower)."""
-    lo = np.uintp(indptr[j]) if sparse else np.uintp(0)
-    count = np.uintp(indptr[j + 1]) - lo if sparse else np.uintp(w.shape[0])
-    row = X[0] if sparse else X[j]
+def fold_and_add(row: Any, step: float, w: Any, averaged: Any, votes: int) -> None:
+    """w += step row in place (a dense row), and before each coordinate w_i changes the
+    averaged w_i (``averaged[i, 0]``) gains (the votes cast since w_i last changed) w_i
+    (``averaged[i, 1]``: the vote count then): Freund & Schapire's sum_k c_k w_k (SPEC.md
+    11.3) accumulated per coordinate as vote count times weight, without cancellation.  The
+    counts are exact in float64."""
     cast = float(votes)
-    for k in range(count):
-        if sparse:
-            i, change = np.uintp(indices[lo + k]), step * data[lo + k]
-        else:
-            i, change = k, step * row[k]
+    for i in range(w.shape[0]):
         wi = w[i]
         averaged[i, 0] += (cast - averaged[i, 1]) * wi
         averaged[i, 1] = cast
-        w[i] = wi + change
+        w[i] = wi + step * row[i]
+
+
+@jit
+def fold_and_add_csr(indptr: Any, indices: Any, data: Any, j: int, step: float, w: Any,
+                     averaged: Any, votes: int) -> None:
+    """``fold_and_add`` for CSR row j, touching only its stored entries' coordinates.  The
+    two numbers of a coordinate share 16 bytes: on the 100,000 x 20,000 CSR benchmark at
+    25% updates the fold adds about 0.035-0.045 us per trial to the loop's plain
+    ``add_row``, from two separate arrays 0.055, with the longest survivor's w and its save
+    mark in the same 32 bytes 0.08 (``save_survivor`` keeps that w apart).  A layout apart
+    from the dense one: one function for both, its loop testing the layout per coordinate
+    (hoisted or not), made the whole loop about 1 ms (4%) slower there."""
+    cast = float(votes)
+    for k in range(np.uintp(indptr[j]), np.uintp(indptr[j + 1])):
+        i = np.uintp(indices[k])
+        wi = w[i]
+        averaged[i, 0] += (cast - averaged[i, 1]) * wi
+        averaged[i, 1] = cast
+        w[i] = wi + step * data[k]
 
 
 @jit
@@ -282,8 +287,8 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
     """state = [b, bad score, total votes, longest survivor's index]; returns the first
     trial with a non-finite score, or -1.  The averaged w (a trial votes unless it updates
     or is blocked) comes from the update history (``catch_up``) until ``fold_from`` updates
-    at one trial in 8 or more, then is built as the run goes (``fold_and_add``); the
-    longest survivor's w (the first hypothesis with the most votes) is saved as it ends."""
+    at one trial in 8 or more, then is built as the run goes (``fold_and_add``,
+    ``fold_and_add_csr``); the longest survivor's w (the first hypothesis with the most votes) is saved as it ends."""
     b, t = state[0], -1
     votes, last, blocked, most, longest, k, pending, folding = 0, -1, 0, -1, -1, 0, 0, False
     room = survivor_backlog(indptr, sparse, w.shape[0])
@@ -312,9 +317,10 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                     catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes,
                              tally[0])
                     folding = True
-                if folding:
-                    fold_and_add(X, indptr, indices, data, sparse, j, eta * y[j], w, tally[0],
-                                 votes)
+                if folding and sparse:
+                    fold_and_add_csr(indptr, indices, data, j, eta * y[j], w, tally[0], votes)
+                elif folding:
+                    fold_and_add(X[j], eta * y[j], w, tally[0], votes)
                 else:
                     history[k, 0], history[k, 1] = j, votes
                     add_row(X, indptr, indices, data, sparse, j, eta * y[j], w)

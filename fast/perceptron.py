@@ -200,8 +200,11 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
             blocked, scores = np.asarray(model.blocked, dtype=np.int64), result.scores
     final = _final(X, y, updates, blocked, epochs, model, kern, compiled=chosen == "numba")
     update_trials = updates.tolist()
+    # Without tau and a bound every mistake updates: the list is copied, not built again.
+    mistake_trials = (list(update_trials) if np.array_equal(mistakes, updates)
+                      else mistakes.tolist())
     return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
-                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes.tolist(),
+                 n_examples=y.shape[0], epochs=epochs, mistakes=mistake_trials,
                  updates=update_trials, final=finite_final(final, update_trials, y.shape[0]),
                  scores=scores)
 
@@ -322,10 +325,8 @@ def _final(X: Any, y: np.ndarray, updates: np.ndarray, blocked: np.ndarray, epoc
         ws = _weights(X, y, model.eta, wanted, compiled) + [w_model]
 
     def hypothesis(alpha: np.ndarray, weight: int = 1, w: Any = None) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "b": weight * model.b0 + model.eta * model.C * float(alpha @ y),
-            "alpha": alpha.tolist(),
-        }
+        moved = model.eta * model.C * float(alpha @ y) if model.C else 0.0  # b's updates
+        state: dict[str, Any] = {"b": weight * model.b0 + moved, "alpha": alpha.tolist()}
         if kern.is_linear:
             state["w"] = w.tolist()
         return state
