@@ -288,7 +288,8 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
     trial with a non-finite score, or -1.  The averaged w (a trial votes unless it updates
     or is blocked) comes from the update history (``catch_up``) until ``fold_from`` updates
     at one trial in 8 or more, then is built as the run goes (``fold_and_add``,
-    ``fold_and_add_csr``); the longest survivor's w (the first hypothesis with the most votes) is saved as it ends."""
+    ``fold_and_add_csr``); the longest survivor's w (the first hypothesis with the most
+    votes) is saved as it ends."""
     b, t = state[0], -1
     votes, last, blocked, most, longest, k, pending, folding = 0, -1, 0, -1, -1, 0, 0, False
     room = survivor_backlog(indptr, sparse, w.shape[0])
