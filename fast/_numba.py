@@ -203,8 +203,10 @@ def fold_and_add_csr(indptr: Any, indices: Any, data: Any, j: int, step: float, 
     two numbers of a coordinate share 16 bytes: on the 100,000 x 20,000 CSR benchmark at
     25% updates the fold adds about 0.035-0.045 us per trial to the loop's plain
     ``add_row``, from two separate arrays 0.055, with the longest survivor's w and its save
-    mark in the same 32 bytes 0.08 (``save_survivor`` keeps that w apart).  A layout apart
-    from the dense one: one function for both, its loop testing the layout per coordinate
+    mark in the same 32 bytes 0.08 (``save_survivor`` keeps that w apart); w_i and the
+    averaged w_i in one 16-byte pair (the vote counts apart, int32), so that the score's
+    gather brings the fold's line, no faster (the gather's lines double).  Apart from the
+    dense fold: one function for both layouts, its loop testing the layout per coordinate
     (hoisted or not), made the whole loop about 1 ms (4%) slower there."""
     cast = float(votes)
     for k in range(np.uintp(indptr[j]), np.uintp(indptr[j + 1])):
