@@ -285,16 +285,18 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                       epochs: int, eta: float, C: float, tau: float, lam_terms: Any,
                       use_lam: bool, bound: int, w: Any, alpha: Any, state: Any, flags: Any,
                       scores: Any, record: bool, tally: Any, history: Any,
-                      fold_from: int) -> int:
+                      fold_from: int, build: bool) -> int:
     """state = [b, bad score, total votes, longest survivor's index]; returns the first
     trial with a non-finite score, or -1.  The averaged w (a trial votes unless it updates
     or is blocked) comes from the update history (``catch_up``) until ``fold_from`` updates
     at one trial in 8 or more, then is built as the run goes (``fold_and_add``,
     ``fold_and_add_csr``); the longest survivor's w (the first hypothesis with the most
-    votes) is saved as it ends."""
+    votes) is saved as it ends.  ``build`` False leaves both unbuilt, ``tally`` and
+    ``history`` untouched, for a caller that reads only the last w (w itself takes the
+    same additions either way)."""
     b, t = state[0], -1
     votes, last, blocked, most, longest, k, pending, folding = 0, -1, 0, -1, -1, 0, 0, False
-    room = survivor_backlog(indptr, sparse, w.shape[0])
+    room = survivor_backlog(indptr, sparse, w.shape[0]) if build else 0
     for _ in range(epochs):
         for j in range(y.shape[0]):
             t += 1
@@ -312,11 +314,11 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                 scores[t] = s
             f = perceptron_flag(s, y[j], tau, alpha[j], bound)
             if f & UPDATE:
-                if t - last - 1 - blocked > most:  # h_k ends: the longest survivor so far
+                if build and t - last - 1 - blocked > most:  # h_k ends: the longest so far
                     most, longest = t - last - 1 - blocked, k
                     save_survivor(X, indptr, indices, data, sparse, y, eta, w, tally, pending)
                     pending = 0
-                if not folding and k >= fold_from and 8 * k >= t:
+                if build and not folding and k >= fold_from and 8 * k >= t:
                     catch_up(X, indptr, indices, data, sparse, y, eta, history, k, votes,
                              tally[0])
                     folding = True
@@ -325,7 +327,8 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                 elif folding:
                     fold_and_add(X[j], eta * y[j], w, tally[0], votes)
                 else:
-                    history[k, 0], history[k, 1] = j, votes
+                    if build:
+                        history[k, 0], history[k, 1] = j, votes
                     add_row(X, indptr, indices, data, sparse, j, eta * y[j], w)
                 if pending < room:
                     tally[1, pending, 1] = j
@@ -339,8 +342,9 @@ def perceptron_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
                 votes += 1
             flags[t] = f
     longest = k if t - last - blocked > most else longest
-    finish_hypotheses(X, indptr, indices, data, sparse, y, eta, w, tally, history, k, votes,
-                      folding, pending, longest == k)
+    if build:
+        finish_hypotheses(X, indptr, indices, data, sparse, y, eta, w, tally, history, k,
+                          votes, folding, pending, longest == k)
     state[0], state[2], state[3] = b, votes, longest
     return -1
 

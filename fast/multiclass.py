@@ -390,7 +390,8 @@ class PerceptronOvR:
                        use_lam: bool, bound: int, alpha: np.ndarray, slot: np.ndarray,
                        n_support: np.ndarray, flags: np.ndarray, state: np.ndarray) -> int:
         """One learner, primal: ``fast._compiled``'s binary loop itself on w = W[0] (so a
-        two-class run is ``fast.perceptron``'s compiled run, bit for bit); the supports
+        two-class run is ``fast.perceptron``'s compiled run, bit for bit), without the
+        averaged and longest survivor's w, which one-vs-rest does not keep; the supports
         are numbered afterwards by first update, as the shared loop numbers them."""
         T = X.shape[0]
         dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
@@ -400,8 +401,8 @@ class PerceptronOvR:
             dense, indptr, indices, data, sparse, Y[:, 0], epochs, self.eta, self.C,
             self.tau, lam_terms[:, 0] if use_lam else np.zeros(1), use_lam, bound,
             self.W[0], column, binary, flags[0],
-            np.zeros(1), False, _compiled.hypothesis_tally(self.W.shape[1]),
-            _compiled.update_history(epochs * T), _compiled.FOLD_FROM)
+            np.zeros(1), False, np.zeros((2, 1, 2)), np.zeros((1, 2), dtype=np.int64),
+            _compiled.FOLD_FROM, False)
         self.b[0] = binary[0]
         state[0] = binary[1]
         updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T

@@ -248,7 +248,7 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
         dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
         scores, record_scores, tally, _compiled.update_history(epochs * model.y.shape[0]),
-        _compiled.FOLD_FROM))
+        _compiled.FOLD_FROM, True))
     model.built = _BuiltWeights(int(state[3]), tally[1, :, 0], int(state[2]), tally[0, :, 0])
     return bad
 
