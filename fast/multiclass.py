@@ -146,8 +146,11 @@ class PerceptronOvR:
         self.bound = p["alpha_bound"]
         self.b = np.full(self.K, self.b0)
         self.W = np.zeros((self.K, self.n))                  # primal: one row per learner
-        # every example that updated any learner: its row (dense), its per-learner counts
+        # every example that updated any learner: its row, its per-learner counts.  The rows
+        # are a dense store that doubles as it fills, except in the primal form once CSR
+        # data brought supports: then CSR blocks, one per call (support_rows)
         self.rows = np.zeros((16, self.n))
+        self._csr_rows: list[Any] | None = None
         self.counts = np.zeros((16, self.K), dtype=np.int64)
         self.n_support = 0
         self.origin = np.zeros(16, dtype=np.int64)  # each support's row among all calls'
@@ -190,11 +193,14 @@ class PerceptronOvR:
             self.R = np.zeros((max(16, S), T))
             if S:  # kernel rows of the support of earlier calls against this call's rows
                 self.R[:S] = self.kernel.matrix(self.rows[:S], X)
+        first = self.n_support
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for epoch in range(epochs):
                 self._epoch(self.trials + epoch * T)
         for log in self.logs:
             log.flush()
+        if self.form == "primal":  # the dual's rows went to the store as they came
+            self._store_rows(X, self._new_examples(self.slot, first), first)
         self.trials += epochs * T
         self.rows_seen += T
         self.calls.append((T, epochs))
@@ -278,17 +284,47 @@ class PerceptronOvR:
         loops write the rows they score with)."""
         first = self.n_support
         self._reserve(S)
-        examples = np.empty(S - first, dtype=np.int64)  # this call's supports, by id
-        used = np.flatnonzero(slot >= 0)
-        examples[slot[used] - first] = used
-        if self.form == "primal" and S > first:
-            if sp.issparse(X):
-                self.rows[first:S] = X[examples].toarray()
-            else:
-                np.take(X, examples, axis=0, out=self.rows[first:S])
+        examples = self._new_examples(slot, first)
         self.origin[first:S] = self.rows_seen + examples
         self.counts[first:S] = alpha[examples]
+        if self.form == "primal":
+            self._store_rows(X, examples, first)
         self.n_support = S
+
+    @staticmethod
+    def _new_examples(slot: np.ndarray, first: int) -> np.ndarray:
+        """The examples of this call's new supports (ids first, first + 1, ... in ``slot``,
+        example -> support id), in id order."""
+        used = np.flatnonzero(slot >= first)
+        examples = np.empty(used.shape[0], dtype=np.int64)
+        examples[slot[used] - first] = used
+        return examples
+
+    def _store_rows(self, X: Any, examples: np.ndarray, first: int) -> None:
+        """The primal form's new supports' rows X[examples] (ids first, first + 1, ...):
+        into the dense store, or as a CSR block once CSR data has come (the store's rows
+        turn CSR then; its memory follows their stored entries, not S x n)."""
+        if not examples.shape[0]:
+            return
+        if sp.issparse(X) and self._csr_rows is None:
+            self._csr_rows = [sp.csr_matrix(self.rows[:first])]
+            self.rows = np.zeros((0, self.n))
+        if self._csr_rows is not None:
+            self._csr_rows.append(sp.csr_matrix(X[examples], dtype=np.float64))
+            return
+        stop = first + examples.shape[0]
+        if self.rows.shape[0] < stop:
+            self._grow_rows(stop)
+        np.take(np.asarray(X, dtype=np.float64), examples, axis=0, out=self.rows[first:stop])
+
+    def support_rows(self) -> Any:
+        """The rows of the supports, in id order: a view of the dense store, or one CSR
+        matrix (the primal form after CSR data)."""
+        if self._csr_rows is None:
+            return self.rows[:self.n_support]
+        if len(self._csr_rows) != 1:  # stacked once: later calls find one block
+            self._csr_rows[:] = [sp.vstack(self._csr_rows, format="csr")]
+        return self._csr_rows[0]
 
     def _record_flags(self, flags: np.ndarray, slot: np.ndarray, Y: np.ndarray) -> None:
         """Each learner's mistakes, updates (trial, support id, label) and blocked trials
@@ -415,15 +451,25 @@ class PerceptronOvR:
         return int(bad)
 
     def _reserve(self, size: int) -> None:
-        """Room for ``size`` supports in the store (rows, counts, coef, origin)."""
-        have = self.rows.shape[0]
+        """Room for ``size`` supports in the store (counts, coef, origin; the dense rows
+        of the dual form)."""
+        have = self.counts.shape[0]
         if size <= have:
             return
         grow = max(size, 2 * have) - have
-        self.rows = np.concatenate([self.rows, np.zeros((grow, self.n))])
+        if self.form == "dual":
+            self._grow_rows(have + grow)
         self.counts = np.concatenate([self.counts, np.zeros((grow, self.K), np.int64)])
         self.coef = np.concatenate([self.coef, np.zeros((grow, self.K))])
         self.origin = np.concatenate([self.origin, np.zeros(grow, np.int64)])
+
+    def _grow_rows(self, size: int) -> None:
+        """The dense row store with room for ``size`` rows (at least double; the new rows
+        left unwritten, and untouched, until a support fills them)."""
+        have = self.rows.shape[0]
+        grown = np.empty((max(size, 2 * have), self.n))
+        grown[:have] = self.rows
+        self.rows = grown
 
     def _scores(self, start: int, stop: int) -> np.ndarray:
         """Scores of examples start .. stop-1 for all learners: one product."""
@@ -445,9 +491,13 @@ class PerceptronOvR:
             return self.R[int(self.slot[j]), pos:stop]
         row = self._rows_block.get(j)
         if row is None:
-            x = self.rows[int(self.slot[j])]
-            row = self._rows_block[j] = np.asarray(self.X[pos:stop] @ x, dtype=np.float64)
+            row = self._rows_block[j] = np.asarray(self.X[pos:stop] @ self._row(j),
+                                                   dtype=np.float64)
         return row
+
+    def _row(self, j: int) -> np.ndarray:
+        """Example j of this call as a dense row."""
+        return self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
 
     def _learner_block(self, k: int, pos: int, stop: int, shared: np.ndarray,
                        base: int) -> np.ndarray:
@@ -491,7 +541,7 @@ class PerceptronOvR:
         if s < 0:
             s = self._new_support(j)
         if self.form == "primal":
-            self.W[k] += (self.eta * label) * self.rows[s]
+            self.W[k] += (self.eta * label) * self._row(j)
         else:
             self.counts[s, k] += 1
             self.coef[s, k] = self.eta * int(self.counts[s, k]) * label
@@ -501,15 +551,10 @@ class PerceptronOvR:
 
     def _new_support(self, j: int) -> int:
         s = self.n_support
-        if s == self.rows.shape[0]:
-            grow = max(16, s)
-            self.rows = np.concatenate([self.rows, np.zeros((grow, self.n))])
-            self.counts = np.concatenate([self.counts, np.zeros((grow, self.K), np.int64)])
-            self.coef = np.concatenate([self.coef, np.zeros((grow, self.K))])
-            self.origin = np.concatenate([self.origin, np.zeros(grow, np.int64)])
+        self._reserve(s + 1)
         self.origin[s] = self.rows_seen + j
-        self.rows[s] = self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
-        if self.form == "dual":
+        if self.form == "dual":  # the primal's rows are stored at the call's end
+            self.rows[s] = self._row(j)
             if s == self.R.shape[0]:  # double the capacity; rows past n_support unused
                 grown = np.empty((s + max(16, s), self.R.shape[1]))
                 grown[:s] = self.R
@@ -581,12 +626,14 @@ class PerceptronOvR:
             if mode == "last" and self.form == "primal":
                 W = self.W.T
             else:
-                W = self.rows[:S].T @ coef if S else np.zeros((self.n, self.K))
+                W = self.support_rows().T @ coef if S else np.zeros((self.n, self.K))
             return np.asarray(X @ W, dtype=np.float64) + bias
         out = np.tile(bias, (m, 1))
         if S:
-            for lo in range(0, m, 1024):
-                out[lo:lo + 1024] += self.kernel.matrix(X[lo:lo + 1024], self.rows[:S]) @ coef
+            block = _test_rows(2 * S)
+            for lo in range(0, m, block):
+                out[lo:lo + block] += (self.kernel.matrix(X[lo:lo + block], self.support_rows())
+                                       @ coef)
         return out
 
     def _voted(self, X: Any) -> np.ndarray:
@@ -597,16 +644,21 @@ class PerceptronOvR:
         if not S:
             return out
         votes = self.hypotheses()["votes"]
-        for lo in range(0, m, 1024):
-            G = self.kernel.matrix(X[lo:lo + 1024], self.rows[:S])
+        updates = max(self.logs[k].arrays()[1].shape[0] for k in range(self.K))
+        block = _test_rows(2 * S + updates)
+        for lo in range(0, m, block):
+            G = self.kernel.matrix(X[lo:lo + block], self.support_rows())
             for k in range(self.K):
                 _, seq, ys = self.logs[k].arrays()
                 if not seq.shape[0]:
                     continue
-                steps = (self.eta * ys) * (G[:, seq] + self.C)
+                steps = G[:, seq]  # in place from here: s_1 .. s_K, then their signs
+                steps += self.C
+                steps *= self.eta * ys
                 steps[:, 0] += self.b0
-                s = np.cumsum(steps, axis=1)
-                out[lo:lo + 1024, k] = np.sign(s) @ votes[k][1:].astype(np.float64)
+                np.cumsum(steps, axis=1, out=steps)
+                np.sign(steps, out=steps)
+                out[lo:lo + block, k] = steps @ votes[k][1:].astype(np.float64)
         return out
 
     # -- traces ---------------------------------------------------------------------------
@@ -638,7 +690,7 @@ class PerceptronOvR:
                 st: dict[str, Any] = {"b": float(bias[k]), "alpha": _alpha_list(ex, weights, T)}
                 if self.kernel.is_linear:
                     w = (self.W[k] if mode == "last" and self.form == "primal"
-                         else self.rows[:self.n_support].T @ coef[:, k])
+                         else self.support_rows().T @ coef[:, k])
                     st["w"] = np.asarray(w, dtype=np.float64).tolist()
                 return st
 
@@ -657,6 +709,13 @@ class PerceptronOvR:
                              mistakes=mistakes, updates=upd.tolist(),
                              final=finite_final(final, upd.tolist(), T)))
         return out
+
+
+def _test_rows(width: int) -> int:
+    """Rows of new data per block of a prediction whose float64 temporaries hold about
+    ``width`` numbers a row (the products and the kernel values against the supports, a
+    voted run's scores): up to 1024, fewer when that would pass KERNEL_CACHE_BYTES."""
+    return int(min(1024, max(1, KERNEL_CACHE_BYTES // (8 * width))))
 
 
 def _alpha_list(examples: np.ndarray, weights: np.ndarray, T: int) -> list[int]:

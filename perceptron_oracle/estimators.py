@@ -416,7 +416,7 @@ class Perceptron(_OnlineClassifier):
         m = self._model
         if self.hypothesis == "last" and m.form == "primal":
             return m.W.copy(), b.copy()
-        return m.rows[:m.n_support].T.dot(coef).T if m.n_support else \
+        return np.asarray(m.support_rows().T @ coef).T if m.n_support else \
             np.zeros((m.K, m.n)), b.copy()
 
     def _dual(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -435,7 +435,7 @@ class Perceptron(_OnlineClassifier):
     @property
     def support_vectors_(self) -> Any:
         self._require_state("support_vectors_", primal=False)
-        return self._model.rows[self._dual()[0]]
+        return self._model.support_rows()[self._dual()[0]]
 
     def _traces(self) -> list[Any]:
         return self._model.traces()

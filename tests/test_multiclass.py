@@ -254,6 +254,73 @@ def test_engines_agree_on_csr_and_on_every_mode():
                 (name, mode)
 
 
+def _sparse_blobs(T, n, K, seed):
+    """T rows of n features, 4 stored entries each: a class's own feature (2.0) and three
+    random ones (noise), labels 0 .. K-1, some flipped (frequent updates)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, K, size=T)
+    X = sp.lil_matrix((T, n))
+    for t in range(T):
+        X[t, labels[t]] = 2.0
+        X[t, rng.choice(np.arange(K, n), size=3, replace=False)] = rng.normal(size=3)
+    flip = rng.random(T) < 0.2
+    labels[flip] = rng.integers(0, K, size=int(flip.sum()))
+    return sp.csr_matrix(X), labels
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("K, L", [(2, 1), (3, 3)])
+def test_primal_support_rows_of_csr_data_stay_sparse(engine, K, L):
+    """The primal form keeps the supports' rows as the data came: from CSR data a CSR
+    matrix holding their stored entries only (not S x n floats), across calls that mix
+    CSR and dense rows; the traces and every mode's scores are those of the same run on
+    dense rows.  K classes, L learners (one for two classes, the binary loop)."""
+    X, labels = _sparse_blobs(300, 2000, K, seed=K)
+    Y = relabel(labels)[1][:, :L]
+    parts = [slice(0, 100), slice(100, 200), slice(200, 300)]
+    sparse, dense = PerceptronOvR(2000, L, engine=engine), PerceptronOvR(2000, L, engine=engine)
+    for i, part in enumerate(parts):
+        sparse.train(X[part] if i != 1 else X[part].toarray(), Y[part], 2)
+        dense.train(X[part].toarray(), Y[part], 2)
+    rows = sparse.support_rows()
+    assert sp.issparse(rows) and rows.shape == (sparse.n_support, 2000)
+    assert sparse.n_support > 50 and rows.nnz == 4 * sparse.n_support
+    assert (rows.toarray() == dense.support_rows()).all()
+    for got, want in zip(sparse.traces(), dense.traces()):
+        assert (got.mistakes, got.updates) == (want.mistakes, want.updates)
+        assert np.allclose(got.final["averaged"]["w"], want.final["averaged"]["w"])
+    X_test, _ = _sparse_blobs(40, 2000, K, seed=10 + K)
+    for mode in ref_perceptron.PREDICTION_MODES:
+        assert np.allclose(sparse.decision(X_test, mode), dense.decision(X_test, mode)), mode
+
+
+def test_predictions_take_new_rows_in_blocks_within_the_kernel_cap(monkeypatch):
+    """A prediction's temporaries (kernel values against the supports, the voted run's
+    scores) grow with the supports and updates: the rows of new data go in blocks that
+    keep them within KERNEL_CACHE_BYTES (here 1 MiB; 1024 rows would take about 15), with
+    the scores of one block of 1024 rows."""
+    import tracemalloc
+
+    from perceptron_oracle.fast import multiclass
+    X, labels = _blobs(900, 4, 3, seed=5)
+    model = PerceptronOvR(4, 3, engine="numpy", form="dual", kernel="rbf:gamma=1")
+    model.train(X, relabel(labels)[1], 3)
+    X_test, _ = _blobs(1024, 4, 3, seed=6)
+    width = 2 * model.n_support + max(len(log.arrays()[1]) for log in model.logs)
+    assert 1024 * width * 8 > 12 * 2**20
+    whole = {mode: model.decision(X_test, mode) for mode in ("voted", "averaged")}
+    monkeypatch.setattr(multiclass, "KERNEL_CACHE_BYTES", 2**20)
+    for mode, want in whole.items():
+        tracemalloc.start()
+        try:
+            got = model.decision(X_test, mode)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 4 * 2**20, (mode, peak)
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-9), mode
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_nan_in_x_is_named(engine):
     X, labels = _blobs(50, 3, 3, seed=1)
