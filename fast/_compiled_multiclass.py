@@ -12,20 +12,19 @@ One trial at a time for all K learners at once:
   update by any learner on an example that is not yet a support appends it to the store.
 
 The K learners' scores of trial t are all computed before any of them updates on it, so each
-learner sees exactly its own updates, as in K separate binary runs.  With K = 1 the loops do
-``fast._compiled``'s binary arithmetic instead (``ddot`` against w; per support a 4-way
-dot product, the kernel's map, and a running sum in support order), so a two-class run is
-the binary compiled run to the last bit.  With K >= 2 the scores are the same sums in
-another order (BLAS's): SPEC.md section 3, they may part from the binary runs on fragile
-trials only.
+learner sees exactly its own updates, as in K separate binary runs.  With K = 1 (two
+classes) the run is the binary one's own compiled run instead (the primal's loop
+``perceptron_primal``, the dual's walk ``fast.perceptron.compiled_dual_walk``), to the last
+bit.  With K >= 2 the scores are the same sums in another order (BLAS's): SPEC.md section
+3, they may part from the binary runs on fragile trials only.
 
 Each loop writes per learner and trial the flags of ``fast._compiled`` (mistake, update,
 blocked), keeps alpha per (example, learner) and b per learner, and stops at the first
 score that is not finite (the caller raises the driver's ``FloatRangeError``).  The dual
 loop also returns when its support store is full (the caller doubles it and resumes at the
-trial it names).  The loops are ``fast._numba``'s ``ovr_primal``, ``ovr_dual``,
-``kernel_block``, ``block_scores`` and ``ovr_dual_block`` (with the jitted helpers they
-call), compiled and cached as ``fast._compiled`` says, at the first compiled run.
+trial it names).  The loops are ``fast._numba``'s ``ovr_primal``, ``kernel_block``,
+``block_scores`` and ``ovr_dual_block`` (with the jitted helpers they call), compiled and
+cached as ``fast._compiled`` says, at the first compiled run.
 """
 
 from __future__ import annotations

@@ -50,7 +50,9 @@ from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
 from . import _compiled
 from . import _compiled_multiclass as cm
+from .blas_threads import OneBlasThread
 from .driver import MAX_BLOCK, MIN_BLOCK, finite_final, float_range_error
+from .perceptron import compiled_dual_walk
 
 #: Examples per block of the compiled dual pass for K >= 2 learners (``_dual_compiled``).
 DUAL_BLOCK = 256
@@ -345,12 +347,11 @@ class PerceptronOvR:
                        lam_terms: np.ndarray, use_lam: bool, bound: int, alpha: np.ndarray,
                        slot: np.ndarray, n_support: np.ndarray, flags: np.ndarray,
                        state: np.ndarray) -> int:
-        """The dual run by the compiled loops: per trial for one learner (``ovr_dual``, the
-        binary loop's arithmetic), by blocks for K >= 2 (:meth:`_dual_block`).  Whenever
-        the support store is full the loops return; the store doubles and the run resumes
-        at the trial they name.  Returns what the loops return (the first trial whose score
-        is not finite, or DONE)."""
-        loops = cm.loops()
+        """The dual run by the compiled loops: for one learner ``fast.perceptron``'s
+        compiled walk (:meth:`_binary_dual`), by blocks for K >= 2 (:meth:`_dual_block`).
+        Whenever the support store is full the loops return; the store doubles and the run
+        resumes at the trial they name.  Returns what the loops return (the first trial
+        whose score is not finite, or DONE)."""
         kern = self.kernel
         kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree,
                   float(kern.gamma), float(kern.coef0))
@@ -360,19 +361,13 @@ class PerceptronOvR:
         first = int(n_support[0])
         self._sq_rows = np.zeros(self.rows.shape[0])
         self._sq_rows[:first] = np.einsum("ij,ij->i", self.rows[:first], self.rows[:first])
+        if self.K == 1:
+            return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
 
         def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
                     flags, state)
 
-        if self.K == 1:
-            start = 0
-            while True:
-                bad = loops.ovr_dual(X, sq, Y, epochs, start, *kernel, *rule, *store())
-                if bad > cm.FULL_BASE:
-                    return int(bad)
-                start = cm.FULL_BASE - int(bad)
-                self._grow_dual_store(int(n_support[0]))
         for epoch in range(epochs):
             lo = 0
             while lo < T:
@@ -414,6 +409,32 @@ class PerceptronOvR:
                 return int(bad)
             start = cm.FULL_BASE - int(bad) - offset
             self._grow_dual_store(int(n_support[0]))
+
+    def _binary_dual(self, X: np.ndarray, Y: np.ndarray, epochs: int, rule: tuple[Any, ...],
+                     alpha: np.ndarray, slot: np.ndarray, n_support: np.ndarray,
+                     flags: np.ndarray, state: np.ndarray) -> int:
+        """One learner, dual: ``fast.perceptron``'s compiled walk itself (blocks of kernel
+        values against the support set, each update added to the rest of its block), on
+        the support store of the earlier calls, with room for every example of this one
+        (rows that no support fills stay untouched).  Returns the walk's report."""
+        first = int(n_support[0])
+        self._reserve(first + X.shape[0])
+        self._sq_rows = np.concatenate([self._sq_rows[:first],
+                                        np.zeros(self.rows.shape[0] - first)])
+        coef = np.ascontiguousarray(self.coef[:, 0])
+        column = np.ascontiguousarray(alpha[:, 0])
+        eta, C, tau, lam_terms, use_lam, bound = rule
+        rule = (eta, C, tau, np.ascontiguousarray(lam_terms[:, 0]), use_lam, bound)
+        binary = np.array([self.b[0], 0.0, float(first)])  # b, a bad score, supports
+        with OneBlasThread():  # the blocks' products (fast.blas_threads)
+            bad, _ = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule, column, slot,
+                                        [self.rows, self._sq_rows, coef],
+                                        first + X.shape[0], binary, flags[0], np.zeros(1),
+                                        False)
+        self.b[0], state[0], n_support[0] = binary[0], binary[1], int(binary[2])
+        self.coef[:, 0] = coef
+        alpha[:, 0] = column
+        return bad
 
     def _grow_dual_store(self, S: int) -> None:
         """Double the support store of the compiled dual run, its squared norms kept."""

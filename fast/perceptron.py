@@ -144,7 +144,7 @@ class _Dual(_Model):
         self.count_update(j)
         self.coef[self.slot[j]] = self.eta * self.alpha[j] * self.y[j]
 
-    # -- the compiled run's blocks (``_compiled_dual``) ------------------------------------
+    # -- the compiled run's blocks (``compiled_dual_walk``) -------------------------------
     MIN_BLOCK, MAX_BLOCK, MAX_VALUES, FACTOR = 32, 2048, 1 << 18, 3.0
 
     @staticmethod
@@ -166,13 +166,6 @@ class _Dual(_Model):
         rows, sq_rows, coef = (np.zeros((size,) + a.shape[1:]) for a in store)
         rows[:S], sq_rows[:S], coef[:S] = store[0][:S], store[1][:S], store[2][:S]
         return [rows, sq_rows, coef]
-
-    def kernel_block(self, lo: int, hi: int, sq: np.ndarray, store: list[np.ndarray],
-                     S0: int, kernel: tuple[Any, ...]) -> np.ndarray:
-        """k(x_s, x_i) for the first S0 supports (rows) against the examples lo .. hi-1
-        (``_compiled.kernel_block``)."""
-        return _compiled.kernel_block(store[0][:S0], store[1][:S0], self.X, lo, hi, sq,
-                                      *kernel)
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -255,21 +248,37 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
 
 def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.ndarray,
                    state: np.ndarray, record_scores: bool) -> int:
+    """The compiled dual run (``compiled_dual_walk``) on the model's data and rule."""
+    assert isinstance(model, _Dual)
+    yf, lam_terms, bound = _loop_arguments(model)
+    rule = (model.eta, model.C, model.tau, lam_terms, model.lam_terms is not None, bound)
+    T, n = model.X.shape
+    store = [np.zeros((0, n)), np.zeros(0), np.zeros(0)]  # support rows, |x_s|^2, coef
+    bad, _ = compiled_dual_walk(model.X, yf, epochs, model.kernel, rule, model.alpha,
+                                model.slot, store, T, state, flags, scores, record_scores)
+    return bad
+
+
+def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
+                       rule: tuple[Any, ...], alpha: np.ndarray, slot: np.ndarray,
+                       store: list[np.ndarray], most: int, state: np.ndarray,
+                       flags: np.ndarray, scores: np.ndarray, record_scores: bool
+                       ) -> tuple[int, list[np.ndarray]]:
     """The compiled dual run by blocks of one epoch's examples (``_Dual.block_length``):
     the block's kernel values against the support set of its start by one product
-    (``_Dual.kernel_block``), then ``perceptron_dual_block`` walks it trial by trial, each
-    update adding its kernel row to the rest of the block's scores.  Returns the first
-    trial whose score is not finite, or -1."""
-    assert isinstance(model, _Dual)
-    X, kern, loops = model.X, model.kernel, _compiled.kernels()
-    T, n = X.shape
-    yf, lam_terms, bound = _loop_arguments(model)
+    (``_compiled.kernel_block``), then ``perceptron_dual_block`` walks it trial by trial,
+    each update adding its kernel row to the rest of the block's scores.
+
+    ``rule`` = (eta, C, tau, lambda terms, whether they apply, alpha-bound or -1); ``slot``
+    maps each example to its support id (-1: none yet); ``store`` = [support rows, their
+    squared norms, coef = eta alpha y] holds the state[2] supports so far (a caller may
+    start with supports of its own); it grows up to ``most`` supports as the walk needs.
+    Returns the first trial whose score is not finite (or -1) and the store."""
+    T = X.shape[0]
+    loops = _compiled.kernels()
     kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree, float(kern.gamma),
               float(kern.coef0))
-    rule = (model.eta, model.C, model.tau, lam_terms, model.lam_terms is not None, bound)
     sq = np.einsum("ij,ij->i", X, X)
-    slot = np.full(T, -1, dtype=np.int64)
-    store = [np.zeros((0, n)), np.zeros(0), np.zeros(0)]  # support rows, |x_s|^2, coef
     base = np.zeros(_Dual.MAX_BLOCK)
     entered, seen = 0, 0  # supports that entered and trials walked, for the block length
     with np.errstate(all="ignore"):
@@ -278,17 +287,18 @@ def _compiled_dual(model: _Model, epochs: int, flags: np.ndarray, scores: np.nda
             while lo < T:
                 S0 = int(state[2])
                 hi = min(T, lo + _Dual.block_length(S0, entered, seen))
-                need = min(S0 + hi - lo, T)  # room for a support per example of the block
+                need = min(S0 + hi - lo, most)  # room for a support per example of the block
                 if store[0].shape[0] < need:
-                    store = _Dual.grown_store(store, S0, min(2 * need, T))
-                Kt = model.kernel_block(lo, hi, sq, store, S0, kernel)
+                    store = _Dual.grown_store(store, S0, min(2 * need, most))
+                Kt = _compiled.kernel_block(store[0][:S0], store[1][:S0], X, lo, hi, sq,
+                                            *kernel)
                 bad = loops.perceptron_dual_block(
-                    X, sq, yf, lo, hi, epoch * T, Kt, base, *kernel, *rule, model.alpha,
-                    slot, *store, state, flags, scores, record_scores)
+                    X, sq, yf, lo, hi, epoch * T, Kt, base, *kernel, *rule, alpha, slot,
+                    *store, state, flags, scores, record_scores)
                 if bad >= 0:
-                    return int(bad)
+                    return int(bad), store
                 entered, seen, lo = entered + int(state[2]) - S0, seen + hi - lo, hi
-    return -1
+    return -1, store
 
 
 def _final(X: Any, y: np.ndarray, updates: np.ndarray, blocked: np.ndarray, epochs: int,

@@ -188,14 +188,14 @@ def _block_walk(monkeypatch, length):
     """The compiled dual's blocks fixed at ``length`` examples (the adaptive length would
     put few updates inside the blocks of a short run); records each block's (lo, hi)."""
     blocks = []
-    kernel_block = fp._Dual.kernel_block
+    kernel_block = _compiled.kernel_block
 
-    def spy(self, lo, hi, *rest):
+    def spy(A, sq_a, B, lo, hi, *rest):
         blocks.append((lo, hi))
-        return kernel_block(self, lo, hi, *rest)
+        return kernel_block(A, sq_a, B, lo, hi, *rest)
 
     monkeypatch.setattr(fp._Dual, "block_length", staticmethod(lambda *a: length))
-    monkeypatch.setattr(fp._Dual, "kernel_block", spy)
+    monkeypatch.setattr(_compiled, "kernel_block", spy)
     return blocks
 
 

@@ -211,6 +211,32 @@ def test_two_classes_run_the_binary_compiled_loop(form, kernel):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("kernel", ["rbf:gamma=1/4", "poly:degree=2,coef0=1,gamma=1/4"])
+def test_two_classes_over_several_calls_are_the_binary_run(engine, kernel):
+    """One learner (two classes), dual, three calls of train: the compiled walk starts each
+    later call on the supports of the earlier ones; the run is the binary run over all
+    the rows, with its alpha and votes, and the averaged hypothesis scores new data as
+    the reference's averaged hypothesis from the same updates."""
+    X, labels = _blobs(500, 5, 2, seed=9)
+    y = np.where(labels == 1, 1, -1)
+    model = PerceptronOvR(5, 1, form="dual", kernel=kernel, engine=engine, tau=0.5, C=0.25)
+    for lo, hi in ((0, 120), (120, 330), (330, 500)):
+        model.train(X[lo:hi], y[lo:hi, None], 1)
+    got = model.traces()[0]
+    want = run("perceptron", X, y, impl="fast", form="dual", kernel=kernel, tau=0.5, C=0.25)
+    assert (got.mistakes, got.updates) == (want.mistakes, want.updates)
+    assert len(got.updates) > 60 and model.n_support > 40
+    assert got.final["alpha"] == want.final["alpha"]
+    assert got.final["votes"] == want.final["votes"]
+    assert got.final["b"] == want.final["b"]
+    X_test, _ = _blobs(30, 5, 2, seed=10)
+    kern = parse_kernel(kernel)
+    averaged = np.array(want.final["averaged"]["alpha"], dtype=float)
+    expected = kern.matrix(X_test, X) @ (averaged * y) + want.final["averaged"]["b"]  # eta 1
+    assert np.allclose(model.decision(X_test, "averaged")[:, 0], expected)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("form, kernel", [("primal", "linear"), ("dual", "rbf:gamma=1/4")])
 def test_several_calls_are_one_run_and_the_store_grows(engine, form, kernel):
     """Three calls of train are the run over their rows in order (each row a new example);
