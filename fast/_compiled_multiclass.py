@@ -1,15 +1,18 @@
 """Compiled per-trial loops (numba, optional) for the Perceptron's K one-vs-rest learners
 (``fast.multiclass.PerceptronOvR``, engine "numba").
 
-One trial at a time for all K learners at once:
+All K learners at once:
 
-- primal: the K scores W x_t + b by one matrix-vector product (BLAS ``dgemv`` on the K x n
-  weights: one pass over x_t for every learner; a CSR row: one gather per learner over its
-  stored entries), then each learner's test and update in place;
-- dual: one kernel row k(x_s, x_t) over the union of the support examples of all learners
-  (``dgemv`` of the n-wide support store against x_t, then the kernel's map), then the K
-  scores by one product of that row with the S x K coefficient matrix (``dgemv``); an
-  update by any learner on an example that is not yet a support appends it to the store.
+- primal, one trial at a time: the K scores W x_t + b by one matrix-vector product (BLAS
+  ``dgemv`` on the K x n weights: one pass over x_t for every learner; a CSR row: one
+  gather per learner over its stored entries), then each learner's test and update in
+  place;
+- dual, by blocks of examples (``fast.multiclass.PerceptronOvR._dual_block``): the block's
+  kernel values against the union of the support examples of all learners at its start
+  and their products with the S x K coefficient matrix, two BLAS products, then
+  ``ovr_dual_block`` walks the block trial by trial; an update by any learner on an
+  example that is not yet a support appends it to the store and adds its kernel values to
+  the rest of the block.
 
 The K learners' scores of trial t are all computed before any of them updates on it, so each
 learner sees exactly its own updates, as in K separate binary runs.  With K = 1 (two
@@ -22,9 +25,9 @@ Each loop writes per learner and trial the flags of ``fast._compiled`` (mistake,
 blocked), keeps alpha per (example, learner) and b per learner, and stops at the first
 score that is not finite (the caller raises the driver's ``FloatRangeError``).  The dual
 loop also returns when its support store is full (the caller doubles it and resumes at the
-trial it names).  The loops are ``fast._numba``'s ``ovr_primal``, ``kernel_block``,
-``block_scores`` and ``ovr_dual_block`` (with the jitted helpers they call), compiled and
-cached as ``fast._compiled`` says, at the first compiled run.
+trial it names).  The loops are ``fast._numba``'s ``ovr_primal``, ``block_scores`` and
+``ovr_dual_block`` (with the jitted helpers they call), compiled and cached as
+``fast._compiled`` says, at the first compiled run.
 """
 
 from __future__ import annotations

@@ -1108,31 +1108,6 @@ def ovr_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, Y: An
 
 
 @jit
-def kernel_block(X: Any, lo: int, hi: int, sq: Any, rows: Any, sq_rows: Any, S: int,
-                 kind: int, degree: int, gamma: float, coef0: float, out: Any) -> None:
-    """out[i - lo, s] = k(x_s, x_i) for the examples lo .. hi-1 and the first S supports,
-    one matrix-vector product (``dgemv``) per example; for the Gaussian kernel only the
-    exponent -gamma max(|x_s|^2 + |x_i|^2 - 2 x_s.x_i, 0): the caller takes numpy's
-    vectorised exp of the whole block."""
-    for i in range(lo, hi):
-        row = out[i - lo]
-        np.dot(rows[:S], X[i], row)
-        if kind == 1:
-            for s in range(S):
-                base = gamma * row[s] + coef0
-                value = base
-                for _ in range(degree - 1):
-                    value *= base
-                row[s] = value
-        elif kind == 2:
-            for s in range(S):
-                d = sq_rows[s] + sq[i] - 2.0 * row[s]
-                if d < 0.0:
-                    d = 0.0
-                row[s] = -gamma * d
-
-
-@jit
 def class_scores(row: Any, coef: Any, S: int, out: Any) -> None:
     """out[k] = sum_s row[s] coef[s, k] over the first S supports: one product (``dgemv``)
     for every learner k, except where a kernel value is not finite (0 * inf): then each
@@ -1160,14 +1135,14 @@ def block_scores(Kb: Any, coef: Any, S: int, out: Any) -> None:
 
 @jit
 def ovr_dual_block(X: Any, sq: Any, Y: Any, first: int, stop: int, start: int, trial0: int,
-                   S0: int, Kb: Any, base: Any, kind: int, degree: int, gamma: float,
+                   S0: int, Kt: Any, base: Any, kind: int, degree: int, gamma: float,
                    coef0: float, eta: float, C: float, tau: float, lam_terms: Any,
                    use_lam: bool, bound: int, rows: Any, sq_rows: Any, coef: Any, b: Any,
                    alpha: Any, slot: Any, n_support: Any, flags: Any, state: Any) -> int:
     """Examples first .. stop-1 of one epoch (trial trial0 + j for example j), from example
     ``start`` on.  ``base`` (rows of the block x K) holds sum_s coef_s k(x_s, x_j) over the
-    S0 supports of the block's start, ``Kb`` those kernel values (block x S0).  An update
-    adds its term step k(x_u, x_j) to the learner's base of the rest of the block: from Kb
+    S0 supports of the block's start, ``Kt`` those kernel values (S0 x block).  An update
+    adds its term step k(x_u, x_j) to the learner's base of the rest of the block: from Kt
     for a support of the block's start, else from kernel values computed here.  Returns
     DONE, the first trial with a score that is not finite, or FULL_BASE - t (store full;
     nothing of trial t done)."""
@@ -1197,7 +1172,7 @@ def ovr_dual_block(X: Any, sq: Any, Y: Any, first: int, stop: int, start: int, t
         if rest > 0:
             if s_j < S0:
                 for r in range(rest):
-                    column[r] = Kb[j + 1 + r - first, s_j]
+                    column[r] = Kt[s_j, j + 1 + r - first]
             else:
                 for r in range(rest):
                     i = j + 1 + r

@@ -368,42 +368,43 @@ class PerceptronOvR:
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
                     flags, state)
 
-        for epoch in range(epochs):
-            lo = 0
-            while lo < T:
-                S0 = int(n_support[0])
-                # at most DUAL_BLOCK examples, and at most 2^22 kernel values in the block
-                hi = min(T, lo + max(MIN_BLOCK, min(DUAL_BLOCK, (1 << 22) // max(S0, 1))))
-                bad = self._dual_block(X, sq, Y, lo, hi, epoch * T, kernel, rule, store,
-                                       n_support)
-                if bad != cm.DONE:
-                    return bad
-                lo = hi
+        with OneBlasThread():  # the blocks' products (fast.blas_threads)
+            for epoch in range(epochs):
+                lo = 0
+                while lo < T:
+                    S0 = int(n_support[0])
+                    # at most DUAL_BLOCK examples, and at most 2^22 kernel values in the block
+                    hi = min(T, lo + max(MIN_BLOCK, min(DUAL_BLOCK, (1 << 22) // max(S0, 1))))
+                    bad = self._dual_block(X, sq, Y, lo, hi, epoch * T, kernel, rule, store,
+                                           n_support)
+                    if bad != cm.DONE:
+                        return bad
+                    lo = hi
         return cm.DONE
 
     def _dual_block(self, X: np.ndarray, sq: np.ndarray, Y: np.ndarray, lo: int, hi: int,
                     offset: int, kernel: tuple[Any, ...], rule: tuple[Any, ...],
                     store: Callable[[], tuple[np.ndarray, ...]], n_support: np.ndarray) -> int:
         """Examples lo .. hi-1 (trials offset + lo ..) for K >= 2 learners.  The block is
-        scored against the S0 supports of its start at once (``kernel_block``: the
-        B x S0 kernel values, the Gaussian kernel's exp by numpy's vectorised exp, not one
-        call per value; ``block_scores``: their products with the S0 x K coefficients);
-        ``ovr_dual_block`` then walks the block trial by trial, adding each update's term
-        to the rest of the block.  Level-2 BLAS only (one ``dgemv`` per row): a level-3
-        product runs multi-threaded, and two OpenBLAS thread pools (numpy's and scipy's,
-        which numba calls) made a 256 x 600 product 100 times slower on a busy 2-core
-        machine."""
+        scored against the S0 supports of its start at once: the S0 x B kernel values by
+        one product (``_compiled.kernel_block``), their products with the S0 x K
+        coefficients by another (or, where a kernel value is not finite, per learner over
+        its own supports: ``block_scores``); ``ovr_dual_block`` then walks the block trial
+        by trial, adding each update's term to the rest of the block.  The caller holds
+        OpenBLAS at one thread: two multi-threaded pools (numpy's and scipy's, which numba
+        calls) made a 256 x 600 product 100 times slower on a busy 2-core machine."""
         loops = cm.loops()
         S0 = int(n_support[0])
-        Kb = np.empty((hi - lo, S0))
-        loops.kernel_block(X, lo, hi, sq, self.rows, self._sq_rows, S0, *kernel, Kb)
-        if kernel[0] == 2:
-            np.exp(Kb, out=Kb)
-        base = np.zeros((hi - lo, self.K))
-        loops.block_scores(Kb, self.coef, S0, base)
+        Kt = _compiled.kernel_block(self.rows[:S0], self._sq_rows[:S0], X, lo, hi, sq,
+                                    *kernel)
+        if np.isfinite(Kt).all():
+            base = Kt.T @ self.coef[:S0]
+        else:  # 0 * inf: each learner sums its own supports only, as its binary run does
+            base = np.zeros((hi - lo, self.K))
+            loops.block_scores(np.ascontiguousarray(Kt.T), self.coef, S0, base)
         start = lo
         while True:
-            bad = loops.ovr_dual_block(X, sq, Y, lo, hi, start, offset, S0, Kb, base,
+            bad = loops.ovr_dual_block(X, sq, Y, lo, hi, start, offset, S0, Kt, base,
                                        *kernel, *rule, *store())
             if bad > cm.FULL_BASE:
                 return int(bad)
