@@ -149,8 +149,8 @@ class PerceptronOvR:
         self.b = np.full(self.K, self.b0)
         self.W = np.zeros((self.K, self.n))                  # primal: one row per learner
         # every example that updated any learner: its row, its per-learner counts.  The rows
-        # are a dense store that doubles as it fills, except in the primal form once CSR
-        # data brought supports: then CSR blocks, one per call (support_rows)
+        # are a dense store that doubles as it fills, or CSR blocks, one per call, once CSR
+        # data brought supports (support_rows)
         self.rows = np.zeros((16, self.n))
         self._csr_rows: list[Any] | None = None
         self.counts = np.zeros((16, self.K), dtype=np.int64)
@@ -194,15 +194,14 @@ class PerceptronOvR:
             S = self.n_support
             self.R = np.zeros((max(16, S), T))
             if S:  # kernel rows of the support of earlier calls against this call's rows
-                self.R[:S] = self.kernel.matrix(self.rows[:S], X)
+                self.R[:S] = self.kernel.matrix(self.support_rows(), X)
         first = self.n_support
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             for epoch in range(epochs):
                 self._epoch(self.trials + epoch * T)
         for log in self.logs:
             log.flush()
-        if self.form == "primal":  # the dual's rows went to the store as they came
-            self._store_rows(X, self._new_examples(self.slot, first), first)
+        self._store_rows(X, self._new_examples(self.slot, first), first)
         self.trials += epochs * T
         self.rows_seen += T
         self.calls.append((T, epochs))
@@ -303,9 +302,10 @@ class PerceptronOvR:
         return examples
 
     def _store_rows(self, X: Any, examples: np.ndarray, first: int) -> None:
-        """The primal form's new supports' rows X[examples] (ids first, first + 1, ...):
-        into the dense store, or as a CSR block once CSR data has come (the store's rows
-        turn CSR then; its memory follows their stored entries, not S x n)."""
+        """The new supports' rows X[examples] (ids first, first + 1, ...), at the end of a
+        call (but the compiled dual's, which its loops write): into the dense store, or as
+        a CSR block once CSR data has come (the store's rows turn CSR then; its memory
+        follows their stored entries, not S x n)."""
         if not examples.shape[0]:
             return
         if sp.issparse(X) and self._csr_rows is None:
@@ -321,7 +321,7 @@ class PerceptronOvR:
 
     def support_rows(self) -> Any:
         """The rows of the supports, in id order: a view of the dense store, or one CSR
-        matrix (the primal form after CSR data)."""
+        matrix (after CSR data)."""
         if self._csr_rows is None:
             return self.rows[:self.n_support]
         if len(self._csr_rows) != 1:  # stacked once: later calls find one block
@@ -358,9 +358,7 @@ class PerceptronOvR:
         rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
         T = X.shape[0]
         sq = np.einsum("ij,ij->i", X, X)
-        first = int(n_support[0])
-        self._sq_rows = np.zeros(self.rows.shape[0])
-        self._sq_rows[:first] = np.einsum("ij,ij->i", self.rows[:first], self.rows[:first])
+        self._compiled_store(int(n_support[0]) + (T if self.K == 1 else 0))
         if self.K == 1:
             return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
 
@@ -416,12 +414,10 @@ class PerceptronOvR:
                      flags: np.ndarray, state: np.ndarray) -> int:
         """One learner, dual: ``fast.perceptron``'s compiled walk itself (blocks of kernel
         values against the support set, each update added to the rest of its block), on
-        the support store of the earlier calls, with room for every example of this one
-        (rows that no support fills stay untouched).  Returns the walk's report."""
+        the support store of the earlier calls, which has room for every example of this
+        one (``_compiled_store``; rows that no support fills stay untouched).  Returns the
+        walk's report."""
         first = int(n_support[0])
-        self._reserve(first + X.shape[0])
-        self._sq_rows = np.concatenate([self._sq_rows[:first],
-                                        np.zeros(self.rows.shape[0] - first)])
         coef = np.ascontiguousarray(self.coef[:, 0])
         column = np.ascontiguousarray(alpha[:, 0])
         eta, C, tau, lam_terms, use_lam, bound = rule
@@ -439,7 +435,8 @@ class PerceptronOvR:
 
     def _grow_dual_store(self, S: int) -> None:
         """Double the support store of the compiled dual run, its squared norms kept."""
-        self._reserve(2 * S)
+        self._grow_rows(max(2 * S, 16))
+        self._reserve(self.rows.shape[0])
         grown = np.zeros(self.rows.shape[0])
         grown[:S] = self._sq_rows[:S]
         self._sq_rows = grown
@@ -473,14 +470,12 @@ class PerceptronOvR:
         return int(bad)
 
     def _reserve(self, size: int) -> None:
-        """Room for ``size`` supports in the store (counts, coef, origin; the dense rows
-        of the dual form)."""
+        """Room for ``size`` supports in the store's counts, coef and origin (at least
+        double)."""
         have = self.counts.shape[0]
         if size <= have:
             return
         grow = max(size, 2 * have) - have
-        if self.form == "dual":
-            self._grow_rows(have + grow)
         self.counts = np.concatenate([self.counts, np.zeros((grow, self.K), np.int64)])
         self.coef = np.concatenate([self.coef, np.zeros((grow, self.K))])
         self.origin = np.concatenate([self.origin, np.zeros(grow, np.int64)])
@@ -489,9 +484,23 @@ class PerceptronOvR:
         """The dense row store with room for ``size`` rows (at least double; the new rows
         left unwritten, and untouched, until a support fills them)."""
         have = self.rows.shape[0]
+        if size <= have:
+            return
         grown = np.empty((max(size, 2 * have), self.n))
         grown[:have] = self.rows
         self.rows = grown
+
+    def _compiled_store(self, size: int) -> None:
+        """The compiled dual's store: dense rows, coef, counts and origin, each with room
+        for ``size`` supports or more, the rows' count no more than the others' (a loop
+        takes the rows' count as the store's capacity), and the supports' squared norms."""
+        if self._csr_rows is not None:  # the loops write and read a dense store
+            self.rows, self._csr_rows = self.support_rows().toarray(), None
+        self._grow_rows(max(size, 16))
+        self._reserve(self.rows.shape[0])
+        S = self.n_support
+        self._sq_rows = np.zeros(self.rows.shape[0])
+        self._sq_rows[:S] = np.einsum("ij,ij->i", self.rows[:S], self.rows[:S])
 
     def _scores(self, start: int, stop: int) -> np.ndarray:
         """Scores of examples start .. stop-1 for all learners: one product."""
@@ -574,9 +583,8 @@ class PerceptronOvR:
     def _new_support(self, j: int) -> int:
         s = self.n_support
         self._reserve(s + 1)
-        self.origin[s] = self.rows_seen + j
-        if self.form == "dual":  # the primal's rows are stored at the call's end
-            self.rows[s] = self._row(j)
+        self.origin[s] = self.rows_seen + j  # the row is stored at the call's end
+        if self.form == "dual":
             if s == self.R.shape[0]:  # double the capacity; rows past n_support unused
                 grown = np.empty((s + max(16, s), self.R.shape[1]))
                 grown[:s] = self.R
