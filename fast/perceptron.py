@@ -233,7 +233,10 @@ def _loop_arguments(model: _Model) -> tuple[np.ndarray, np.ndarray, int]:
 def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.ndarray,
                      state: np.ndarray, record_scores: bool) -> int:
     """The compiled primal loop; it also builds the longest survivor's and the averaged
-    hypothesis's w as it goes (``model.built``: votes-independent of any later pass)."""
+    hypothesis's w as it goes (``model.built``: votes-independent of any later pass).  The
+    averaged w comes from the update history (``catch_up``) until ``FOLD_FROM`` updates at
+    one trial in 8 or more, then is folded in as the run goes (``fold_and_add``); the
+    longest survivor's w is saved as each record holder ends (``save_survivor``)."""
     yf, lam_terms, bound = _loop_arguments(model)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
     tally = _compiled.hypothesis_tally(model.w.shape[0])
