@@ -196,12 +196,14 @@ class PerceptronOvR:
             if S:  # kernel rows of the support of earlier calls against this call's rows
                 self.R[:S] = self.kernel.matrix(self.support_rows(), X)
         first = self.n_support
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for epoch in range(epochs):
-                self._epoch(self.trials + epoch * T)
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                for epoch in range(epochs):
+                    self._epoch(self.trials + epoch * T)
+        finally:  # a run stopped by an overflow keeps the rows of the supports it counted
+            self._store_rows(X, self._new_examples(self.slot, first), first)
         for log in self.logs:
             log.flush()
-        self._store_rows(X, self._new_examples(self.slot, first), first)
         self.trials += epochs * T
         self.rows_seen += T
         self.calls.append((T, epochs))

@@ -383,9 +383,12 @@ def test_overflow_names_the_first_trial_any_learner_overflows(engine, form, kern
         except FloatRangeError as e:
             first.append(int(str(e).split()[1]))
     assert first, "no binary run overflows: the case tests nothing"
+    model = PerceptronOvR(2, 3, form=form, kernel=kernel, engine=engine)
     with pytest.raises(FloatRangeError, match=f"^trial {min(first)} ") as info:
-        PerceptronOvR(2, 3, form=form, kernel=kernel, engine=engine).train(X, Y, 2)
+        model.train(X, Y, 2)
     assert "\n" not in str(info.value)
+    # the supports the stopped run counted keep their rows
+    assert (model.support_rows() == X[model.origin[:model.n_support]]).all()
 
 
 @pytest.mark.parametrize("engine", ["fast", "cuda"])
