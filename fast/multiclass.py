@@ -175,12 +175,13 @@ class PerceptronOvR:
             raise DataError(f"data: expected X with {self.n} features and Y of shape "
                             f"({T}, {self.K}), got {X.shape} and {Y.shape}")
         self._hyp = None
-        if self.form == "dual" or sp.issparse(X):
-            # the primal form's scores find a NaN or infinity in dense X; a support's would
-            # reach the dual's scores only later, reported as an overflow
-            check_finite_rows(X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64))
         chosen = _compiled.choose(self.engine,
                                   compiled_serves=self.form == "primal" or not sp.issparse(X))
+        if self.form == "dual" or (sp.issparse(X) and chosen != "numba"):
+            # the primal form's scores find a NaN or infinity in dense X, and the compiled
+            # loops' in CSR X (every stored entry of a row is in its score); a support's
+            # would reach the dual's scores only later, reported as an overflow
+            check_finite_rows(X.data if sp.issparse(X) else np.asarray(X, dtype=np.float64))
         if chosen == "numba":
             self._train_compiled(X, np.ascontiguousarray(Y, dtype=np.float64), epochs)
             return

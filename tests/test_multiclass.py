@@ -355,12 +355,16 @@ def test_predictions_take_new_rows_in_blocks_within_the_kernel_cap(monkeypatch):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_nan_in_x_is_named(engine):
-    X, labels = _blobs(50, 3, 3, seed=1)
+@pytest.mark.parametrize("layout", [np.asarray, sp.csr_matrix])
+@pytest.mark.parametrize("K", [2, 3])
+def test_nan_in_x_is_named(engine, layout, K):
+    """A NaN in X is named, dense or CSR, one learner or three, by either engine (the
+    compiled primal's own scoring pass is the check)."""
+    X, labels = _blobs(50, 3, K, seed=1)
     X[20, 1] = np.nan
-    _, Y = relabel(labels)
+    Y = relabel(labels)[1][:, :1 if K == 2 else K]
     with pytest.raises(DataError, match="X contains NaN") as info:
-        PerceptronOvR(3, 3, engine=engine).train(X, Y, 1)
+        PerceptronOvR(3, Y.shape[1], engine=engine).train(layout(X), Y, 1)
     assert "\n" not in str(info.value)
 
 
