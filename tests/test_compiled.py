@@ -96,6 +96,34 @@ def _data(T=200, n=6, seed=0, scale=1.0):
 
 
 @needs_numba
+@pytest.mark.parametrize("layout", [np.asarray, sp.csr_matrix])
+def test_primal_loop_without_build_leaves_tally_and_history_alone(layout):
+    """``build=False`` (one-vs-rest's two-class primal): the loop's w, b, alpha and flags
+    are those of the building run, and it writes nothing to the tally and history it is
+    handed (here full size and marked, so a write would show)."""
+    X, y = _data(400, 6, seed=3)
+    X = layout(X)
+    dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
+    runs = {}
+    for build in (True, False):
+        w, alpha = np.zeros(6), np.zeros(400, dtype=np.int64)
+        state, flags = np.zeros(4), np.zeros(800, dtype=np.uint8)
+        tally = np.full((2, 6, 2), 7.0)
+        history = np.full((_compiled.update_history(800).shape[0], 2), 7, dtype=np.int64)
+        bad = _compiled.kernels().perceptron_primal(
+            dense, indptr, indices, data, sparse, y.astype(float), 2, 1.0, 0.5, 0.2,
+            np.zeros(1), False, -1, w, alpha, state, flags, np.zeros(1), False, tally,
+            history, 0, build)
+        assert bad == -1
+        runs[build] = (w, alpha, state[0], flags, tally, history)
+    for got, want in zip(runs[False][:4], runs[True][:4]):
+        assert np.array_equal(got, want)
+    assert (runs[False][3] & _compiled.UPDATE).sum() > 50
+    assert (runs[False][4] == 7.0).all() and (runs[False][5] == 7).all()
+    assert not (runs[True][4] == 7.0).all()  # the building run did write there
+
+
+@needs_numba
 def test_engines_agree_on_a_longer_run_with_every_parameter():
     """A few thousand trials: identical decisions, votes and scores to rounding."""
     X, y = _data(1500, 8, seed=1)
