@@ -87,6 +87,13 @@ def kernels() -> ModuleType:
     return _numba
 
 
+def kernel_code(kern: Any) -> tuple[int, int, float, float]:
+    """A kernel as the compiled loops take it: (kind: 0 linear, 1 poly, 2 the Gaussian;
+    degree, gamma, coef0)."""
+    return ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], int(kern.degree),
+            float(kern.gamma), float(kern.coef0))
+
+
 def kernel_block(A: np.ndarray, sq_a: np.ndarray, B: np.ndarray, lo: int, hi: int,
                  sq_b: np.ndarray, kind: int, degree: int, gamma: float,
                  coef0: float) -> np.ndarray:

@@ -355,15 +355,14 @@ class PerceptronOvR:
         Whenever the support store is full the loops return; the store doubles and the run
         resumes at the trial they name.  Returns what the loops return (the first trial
         whose score is not finite, or DONE)."""
-        kern = self.kernel
-        kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree,
-                  float(kern.gamma), float(kern.coef0))
-        rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
         T = X.shape[0]
-        sq = np.einsum("ij,ij->i", X, X)
         self._compiled_store(int(n_support[0]) + (T if self.K == 1 else 0))
-        if self.K == 1:
+        if self.K == 1:  # K = 1: the columns are contiguous views
+            rule = (self.eta, self.C, self.tau, lam_terms[:, 0], use_lam, bound)
             return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
+        kernel = _compiled.kernel_code(self.kernel)
+        rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
+        sq = np.einsum("ij,ij->i", X, X)
 
         def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
@@ -418,22 +417,17 @@ class PerceptronOvR:
         """One learner, dual: ``fast.perceptron``'s compiled walk itself (blocks of kernel
         values against the support set, each update added to the rest of its block), on
         the support store of the earlier calls, which has room for every example of this
-        one (``_compiled_store``; rows that no support fills stay untouched).  Returns the
-        walk's report."""
+        one (``_compiled_store``: the walk never grows it, and writes alpha, the rows and
+        coef in place; rows that no support fills stay untouched).  Returns the walk's
+        report."""
         first = int(n_support[0])
-        coef = np.ascontiguousarray(self.coef[:, 0])
-        column = np.ascontiguousarray(alpha[:, 0])
-        eta, C, tau, lam_terms, use_lam, bound = rule
-        rule = (eta, C, tau, np.ascontiguousarray(lam_terms[:, 0]), use_lam, bound)
         binary = np.array([self.b[0], 0.0, float(first)])  # b, a bad score, supports
         with OneBlasThread():  # the blocks' products (fast.blas_threads)
-            bad, _ = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule, column, slot,
-                                        [self.rows, self._sq_rows, coef],
+            bad, _ = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule, alpha[:, 0],
+                                        slot, [self.rows, self._sq_rows, self.coef[:, 0]],
                                         first + X.shape[0], binary, flags[0], np.zeros(1),
                                         False)
         self.b[0], state[0], n_support[0] = binary[0], binary[1], int(binary[2])
-        self.coef[:, 0] = coef
-        alpha[:, 0] = column
         return bad
 
     def _grow_dual_store(self, S: int) -> None:

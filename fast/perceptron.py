@@ -279,8 +279,7 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
     Returns the first trial whose score is not finite (or -1) and the store."""
     T = X.shape[0]
     loops = _compiled.kernels()
-    kernel = ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], kern.degree, float(kern.gamma),
-              float(kern.coef0))
+    kernel = _compiled.kernel_code(kern)
     sq = np.einsum("ij,ij->i", X, X)
     base = np.zeros(_Dual.MAX_BLOCK)
     entered, seen = 0, 0  # supports that entered and trials walked, for the block length

@@ -760,8 +760,7 @@ class _DualStore:
     def __init__(self, X: np.ndarray, kern: Kernel):
         T, n = X.shape
         self.X, self.sq = X, np.einsum("ij,ij->i", X, X)
-        self.kernel = np.array([{"poly": 1.0, "rbf": 2.0}[kern.name], kern.degree,
-                                float(kern.gamma), float(kern.coef0)])
+        self.kernel = np.array(_compiled.kernel_code(kern), dtype=np.float64)
         self.slot = np.full(T, -1, dtype=np.int64)
         self.rows, self.sq_rows, self.coef = np.zeros((0, n)), np.zeros(0), np.zeros(0)
         self.sup = np.zeros(0, dtype=np.int64)
