@@ -34,6 +34,7 @@ The derivations are in SPEC.md (HO section, "fast forms").
 from __future__ import annotations
 
 import functools
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -561,9 +562,14 @@ class _Implicit(_Model):
         if sp.issparse(self.X):
             sums = np.asarray(abs(self.X).power(self.p).sum(axis=1))
         else:
-            sums = _row_power_sums(self.X, self.p)
-        longest = float(sums.max()) ** (2.0 / self.p)
-        return rho_max * longest <= 1.0
+            with np.errstate(over="ignore", invalid="ignore"):
+                sums = _row_power_sums(self.X, self.p)
+        longest = float(sums.max())
+        if not math.isfinite(longest) and not sp.issparse(self.X):
+            # Dense X's finiteness check (run_model): a NaN or infinity in a row makes its
+            # sum one; finite entries may overflow it, and then the form stays implicit.
+            check_finite_rows(self.X)
+        return rho_max * longest ** (2.0 / self.p) <= 1.0
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         return self.block_scores(start, stop, self.w)
@@ -745,7 +751,9 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     if form in ("primal", "dual") and params["p"] != 2:
         raise ParamError(f"parameter p: the {form} form takes p = 2 only "
                          f"(got {params['p']}); use the implicit form")
-    X, y = validate(X, y, check_finite=True)
+    # The implicit form's row sums of |x_i|^p (``_all_contracting``) are dense X's
+    # finiteness check: one pass over X saved.
+    X, y = validate(X, y, check_finite=form != "implicit" or sp.issparse(X))
     epochs = check_epochs(epochs)
     model = FORMS[form](X, y, params, kern)
     fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch

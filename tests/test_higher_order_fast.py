@@ -8,6 +8,7 @@ no drift over long runs) and the paper's artificial experiment (section 4, Figur
 from __future__ import annotations
 
 import inspect
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -109,6 +110,24 @@ def test_bad_parameters_fail_with_a_param_error(form, kwargs, match):
 def test_bad_data_fails_with_a_data_error(form, X, y, match):
     with pytest.raises(DataError, match=match):
         getattr(ho, form)(X, y)
+
+
+@pytest.mark.parametrize("p", [2, 4])
+@pytest.mark.parametrize("bad,match", [(np.nan, "NaN"), (np.inf, "infinity"),
+                                       (-np.inf, "infinity")])
+def test_implicit_row_sums_are_the_finiteness_check(p, bad, match):
+    """The implicit form checks dense X's finiteness by its row sums of |x_i|^p: a NaN or
+    infinity anywhere is named; finite entries whose powers overflow are valid data (the run
+    then stops at the overflowing score, no warning leaks)."""
+    X = np.eye(3)
+    X[2, 1] = bad
+    with pytest.raises(DataError, match=match):
+        ho.implicit(X, np.array([1, -1, 1]), p=p)
+    X[2, 1] = 1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FloatRangeError):
+            ho.implicit(X, np.array([1, -1, 1]), p=p)
 
 
 def test_pnorm_rejects_kernels_and_small_p():
