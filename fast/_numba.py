@@ -1297,111 +1297,21 @@ def sop_primal(X, y, t, t_end, limit, Ainv, v, u, z, probe, Cp, out, dsymv, dsyr
 # -- HO_p's explicit B_k for p != 2 (fast.higher_order, the implicit form) ----------------------
 
 @jit
-def block_sum(a: Any, lo: int, n: int) -> float:
-    """a[lo] + ... + a[lo + n - 1], n <= 128, in numpy's order (eight running sums)."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    i = 8
-    while i < n - n % 8:
-        b = lo + i
-        r0 += a[b]
-        r1 += a[b + 1]
-        r2 += a[b + 2]
-        r3 += a[b + 3]
-        r4 += a[b + 4]
-        r5 += a[b + 5]
-        r6 += a[b + 6]
-        r7 += a[b + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
-    return res
-
-
-@jit
-def pairwise_sum(a: Any, n: int) -> float:
-    """a[0] + ... + a[n - 1] in numpy's pairwise order (``np.sum`` of a contiguous float64
-    array): blocks of up to 128 (``block_sum``), longer runs split in halves (the first a
-    multiple of 8) and the halves' sums added; the recursion kept on a stack here (a
-    recursive numba function does not load from the cache)."""
-    if n <= 128:
-        return block_sum(a, 0, n)
-    los = np.zeros(64, dtype=np.int64)
-    ns = np.zeros(64, dtype=np.int64)
-    left = np.zeros(64)
-    done = np.zeros(64, dtype=np.bool_)          # its left half's sum is in ``left``
-    top = 0
-    ns[0] = n
-    while True:
-        m = ns[top]
-        if m > 128:                              # descend into the left half
-            half = m // 2 - (m // 2) % 8
-            los[top + 1], ns[top + 1], done[top + 1] = los[top], half, False
-            top += 1
-            continue
-        value = block_sum(a, los[top], m)
-        top -= 1
-        while top >= 0 and done[top]:            # both halves summed: add, go up
-            value = left[top] + value
-            top -= 1
-        if top < 0:
-            return value
-        left[top], done[top] = value, True       # now the right half
-        half = ns[top] // 2 - (ns[top] // 2) % 8
-        los[top + 1], ns[top + 1], done[top + 1] = los[top] + half, ns[top] - half, False
-        top += 1
-
-
-@jit
-def ho_gradient(theta: Any, p: float, out: Any, buf: Any) -> None:
-    """out = g(theta) (p != 2) by the operations of ``fast.higher_order.pnorm_gradient`` in
-    its order: theta scaled by a power of two, |t_i|^(p-1) by the C library's ``pow`` (a
-    square for p = 3, as numpy's power takes it), the normaliser's sum in numpy's pairwise
-    order; ``buf`` (n) is scratch."""
-    n = theta.shape[0]
-    largest = 0.0
-    for i in range(n):
-        a = abs(theta[i])
-        if a > largest or a != a:
-            largest = a
-    if largest == 0.0:
-        for i in range(n):
-            out[i] = 0.0
-        return
-    scale = math.ldexp(1.0, math.frexp(largest)[1])
-    q = p - 1.0
-    for i in range(n):
-        ti = abs(theta[i]) / scale
-        pw = ti * ti if q == 2.0 else ti ** q
-        out[i] = pw
-        buf[i] = pw * ti
-    factor = scale / pairwise_sum(buf, n) ** ((p - 2.0) / p)
-    for i in range(n):
-        out[i] = math.copysign(out[i], theta[i]) * factor
-
-
-@jit
 def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: int, c: float,
                   sparse: bool, p: float, B: Any, v: Any, w: Any, work: Any, out: Any,
                   rhos: Any, dgemv: Any, dger: Any) -> tuple[int, int, int]:
     """Trials t .. t_end-1 of HO_p with B_k kept explicitly (p != 2: the implicit form's
     explicit representation, section 12.7.3), stopping after ``limit`` mistakes: score
     x . w; at a mistake rho (as ``ho_primal``), v += y x, B <- B - rho (B x) g(x)^T
-    (dgemv, dger) if rho != 0, and w = B^T g(B v) (two dgemv).  B is n x n in Fortran
-    order; ``work`` (5 x n) is scratch.
+    (dgemv, dger) if rho != 0, and w = B^T g(B v) (two dgemv); g is the p-norm
+    Perceptron's ``pnorm_gradient`` (its powers by products: SPEC.md 12.7.3).  B is n x n in
+    Fortran order; ``work`` (4 x n) is scratch.
     Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
     n = X.shape[1]
     ints = np.array([n, 1, B.shape[0]], dtype=np.int32)      # n, inc = 1, lda
     trans = np.array([78, 84], dtype=np.uint8)                # 'N', 'T'
     scal = np.array([1.0, 0.0, 0.0])                          # 1, beta = 0, -rho
-    bx, gx, theta, gt, buf = work[0], work[1], work[2], work[3], work[4]
+    bx, gx, theta, gt = work[0], work[1], work[2], work[3]
     count = 0
     while t < t_end:
         x, label, s = example_score(X, y, t, w)
@@ -1413,14 +1323,14 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
                 dgemv(trans.ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                       ints[2:].ctypes, x.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                       bx.ctypes, ints[1:].ctypes)
-                ho_gradient(x, p, gx, buf)
+                pnorm_gradient(x, p, gx)
                 scal[2] = -rho
                 dger(ints.ctypes, ints.ctypes, scal[2:].ctypes, bx.ctypes, ints[1:].ctypes,
                      gx.ctypes, ints[1:].ctypes, B.ctypes, ints[2:].ctypes)
             dgemv(trans.ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                   ints[2:].ctypes, v.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                   theta.ctypes, ints[1:].ctypes)
-            ho_gradient(theta, p, gt, buf)
+            pnorm_gradient(theta, p, gt)
             dgemv(trans[1:].ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                   ints[2:].ctypes, gt.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                   w.ctypes, ints[1:].ctypes)

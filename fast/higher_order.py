@@ -283,7 +283,7 @@ def _compiled_step(model: Any, t: int, end: int) -> tuple[int, np.ndarray, bool]
         model._buffers = (np.ascontiguousarray(model.X, dtype=np.float64),
                           np.ascontiguousarray(model.y, dtype=np.float64),
                           np.zeros(_OUT, dtype=np.int64), np.zeros(_OUT),
-                          np.zeros((5, n)) if explicit_b else np.zeros(n))
+                          np.zeros((4, n)) if explicit_b else np.zeros(n))
         model.v, model.w = np.array(model.v), np.array(model.w)
     X, y, out, rhos, work = model._buffers
     ptr = blas_pointers()

@@ -426,30 +426,6 @@ def test_compiled_p4_makes_the_numpy_engines_and_the_references_mistakes(monkeyp
 
 
 @needs_numba
-@pytest.mark.parametrize("p", [3.0, 4.0, 2.5, 7.0])
-def test_compiled_gradient_takes_the_numpy_gradients_operations(p):
-    """g in the compiled loop: numpy's sum order exactly (np.sum's pairwise blocks, every n
-    up to 300 and a few beyond 128 x 2^k), and g itself equal to ``pnorm_gradient`` up to
-    the power's rounding (numpy's own power may be another library's: AVX-512)."""
-    from perceptron_oracle.fast import _numba as nb
-    rng = np.random.default_rng(21)
-    for n in [*range(301), 1023, 1025, 5000]:
-        a = rng.random(n) * 10.0 ** rng.integers(-3, 4, n)
-        assert nb.pairwise_sum(a, n) == np.sum(a)
-    for n in (1, 7, 200, 333):
-        theta = rng.standard_normal(n) * 1e-3
-        theta[0] = 0.0
-        out, buf = np.empty(n), np.empty(n)
-        nb.ho_gradient(theta, p, out, buf)
-        assert np.allclose(out, ho.pnorm_gradient(theta, p), rtol=4e-16, atol=0)
-        if p == 3.0:                                  # a square, as numpy's power takes it
-            assert np.array_equal(out, ho.pnorm_gradient(theta, p))
-    out = np.ones(3)
-    nb.ho_gradient(np.zeros(3), p, out, buf)
-    assert np.array_equal(out, np.zeros(3))
-
-
-@needs_numba
 def test_compiled_p4_reports_a_score_out_of_range_at_its_trial(monkeypatch):
     """Non-contracting factors (rho ||x||_4^2 = 30), let through to the explicit B_k by
     declaring them contracting: B_k grows until a score is not finite.  The compiled loop
