@@ -27,8 +27,9 @@ Cases (rows x columns at ``--size 1``; one epoch each; the measured update rate 
   same 5,000 rows under the Gaussian kernel (``MARGIN_RBF``) for ``romma dual rbf`` and
   ``pumma dual p=2 rbf`` (about 40% updates: both ask for a margin of 1 in feature space).
 
-Columns, in microseconds per trial (best of ``--repeat`` runs; every path runs once before
-its timing, which loads numba's cache or compiles):
+Columns, in microseconds per trial (best of ``--repeat`` runs, of more while they add up to
+less than ``MIN_SECONDS``; every path runs once before its timing, which loads numba's cache
+or compiles):
 
 - ``fast``: the fast form as shipped (``engine="auto"`` where the form has the keyword), and
   ``numpy``: its block-ahead path (``engine="numpy"``);
@@ -86,6 +87,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import sys
 import time
 import tracemalloc
@@ -890,14 +892,24 @@ def plan_for(name: str, data: tuple[Any, ...]) -> Plan:
 
 
 # -- measuring --------------------------------------------------------------------------------
-def best_time(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """The best of ``repeat`` calls' times, and the last call's output."""
-    best, out = np.inf, None
-    for _ in range(repeat):
+#: A path whose calls are short is called until its calls add up to this many seconds (at
+#: most ``MAX_CALLS`` calls), as ``timeit``'s autorange does: the best of three runs of a few
+#: milliseconds moved the p-norm rows' ratios by a quarter between runs.
+MIN_SECONDS = 0.25
+MAX_CALLS = 50
+
+
+def best_time(fn: Callable[[], Any], repeat: int, min_seconds: float = 0.0
+              ) -> tuple[float, Any]:
+    """The best time of at least ``repeat`` calls, more while they add up to less than
+    ``min_seconds`` (up to ``MAX_CALLS``), and the last call's output."""
+    best, out, spent, calls = np.inf, None, 0.0, 0
+    while calls < repeat or (spent < min_seconds and calls < MAX_CALLS):
         out = None   # the previous call's output is freed before the clock starts
         start = time.perf_counter()
         out = fn()
-        best = min(best, time.perf_counter() - start)
+        took = time.perf_counter() - start
+        best, spent, calls = min(best, took), spent + took, calls + 1
     return best, out
 
 
@@ -924,8 +936,8 @@ def _check(name: str, peer: str, out: Any, trace: Any, key: str) -> None:
         raise Disagreement(f"{name}: {peer} ends with other weights")
 
 
-def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
-                ) -> tuple[dict[str, float], Any]:
+def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int,
+                min_seconds: float) -> tuple[dict[str, float], Any]:
     """Times (seconds) of the shipped form, its other engines, the floor and the peers,
     each path warmed up first; the shipped form's trace."""
     warm = min(WARM_ROWS, X.shape[0])
@@ -933,30 +945,31 @@ def _time_paths(name: str, plan: Plan, X: Any, y: np.ndarray, repeat: int
         plan.run(engine, X[:warm], y[:warm])
     plan.run("auto", X, y)  # the shipped path on the full data (numba's cache loads here)
     times: dict[str, float] = {}
-    times["fast"], trace = best_time(lambda: plan.run("auto", X, y), repeat)
+    times["fast"], trace = best_time(lambda: plan.run("auto", X, y), repeat, min_seconds)
     for engine in plan.engines:
         times[engine], other = best_time(lambda e=engine: plan.run(e, X, y),  # type: ignore[misc]
-                                         max(1, repeat - 1))
+                                         max(1, repeat - 1), min_seconds)
         if getattr(other, plan.key) != getattr(trace, plan.key):
             raise Disagreement(f"{name}: engine {engine} differs")
     floor = plan.floor(trace)
     floor()
-    times["floor"], _ = best_time(floor, repeat + 2)
+    times["floor"], _ = best_time(floor, repeat + 2, min_seconds)
     for peer, fn in plan.peers.items():
         fn(X[:warm], y[:warm])  # compile / load numba's cache outside the timings
         times[peer], out = best_time(lambda fn=fn: fn(X, y),  # type: ignore[misc]
-                                     1 if peer == "np loop" else repeat)
+                                     *((1, 0.0) if peer == "np loop" else (repeat, min_seconds)))
         _check(name, peer, out, trace, plan.key)
     return times, trace
 
 
-def measure(name: str, data: tuple[Any, ...], repeat: int) -> dict[str, Any]:
+def measure(name: str, data: tuple[Any, ...], repeat: int, min_seconds: float = MIN_SECONDS
+            ) -> dict[str, Any]:
     """Times (us per trial), ratios and, for a dual form, peak memory of one case; raises
     Disagreement on an engine or a peer whose mistakes differ from the fast form's."""
     X, y = data[0], data[1]
     T = X.shape[0]
     plan = plan_for(name, data)
-    times, trace = _time_paths(name, plan, X, y, repeat)
+    times, trace = _time_paths(name, plan, X, y, repeat, min_seconds)
     ratios = {"fast/floor": times["fast"] / times["floor"]}
     for other in times:
         if other not in ("fast", "floor"):
@@ -971,7 +984,7 @@ def measure(name: str, data: tuple[Any, ...], repeat: int) -> dict[str, Any]:
 
 
 def run_all(size: float = 1.0, repeat: int = 3, only: str | None = None,
-            out: Any = sys.stdout) -> dict[str, Any]:
+            out: Any = sys.stdout, min_seconds: float = MIN_SECONDS) -> dict[str, Any]:
     """Every case (or those whose name contains one of the comma-separated texts of
     ``only``), each printed as it finishes."""
     wanted = [w.strip() for w in only.split(",") if w.strip()] if only else []
@@ -979,7 +992,7 @@ def run_all(size: float = 1.0, repeat: int = 3, only: str | None = None,
     for name, rate, make in cases(size):
         if wanted and not any(w in name for w in wanted):
             continue
-        row = measure(name, make(), repeat)
+        row = measure(name, make(), repeat, min_seconds)
         results[f"{name} @ {rate}"] = row
         if out is not None:
             print(format_row(f"{name} @ {rate}", row), file=out, flush=True)
@@ -1067,7 +1080,11 @@ def _parser() -> argparse.ArgumentParser:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=1.0,
                         help="fraction of the full row counts (default 1)")
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="best of this many runs at least")
+    parser.add_argument("--min-seconds", type=float, default=MIN_SECONDS,
+                        help="call a path until its calls add up to this many seconds (at "
+                             f"most {MAX_CALLS} calls; default {MIN_SECONDS})")
     parser.add_argument("--only", help="only the cases whose name contains one of these "
                         "comma-separated texts")
     parser.add_argument("--threads", type=int, default=1,
@@ -1082,9 +1099,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.size <= 0 or args.repeat < 1 or args.margin < 1 or args.threads < 1:
-        print("error: --size must be > 0, --repeat >= 1, --margin >= 1, --threads >= 1",
-              file=sys.stderr)
+    if (args.size <= 0 or args.repeat < 1 or args.margin < 1 or args.threads < 1
+            or not 0 <= args.min_seconds < math.inf):
+        print("error: --size must be > 0, --repeat >= 1, --margin >= 1, --threads >= 1, "
+              "--min-seconds a finite number >= 0", file=sys.stderr)
         return 2
     if args.only and not any(w.strip() in name for name, _, _ in cases(1.0)
                              for w in args.only.split(",") if w.strip()):
@@ -1099,12 +1117,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.compare}: not a benchmark baseline ({exc})", file=sys.stderr)
             return 2
     limits, threads = limit_threads(args.threads)
-    print(f"size {args.size}, best of {args.repeat}; {threads}", flush=True)
+    print(f"size {args.size}, best of {args.repeat} or more calls (short calls: until "
+          f"{args.min_seconds} s); {threads}", flush=True)
     print(header(), flush=True)
     start = time.perf_counter()
     with limits:
         try:
-            results = run_all(args.size, args.repeat, args.only, out=sys.stdout)
+            results = run_all(args.size, args.repeat, args.only, out=sys.stdout,
+                              min_seconds=args.min_seconds)
         except Disagreement as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -1113,7 +1133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total {time.perf_counter() - start:.0f} s")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"size": args.size, "repeat": args.repeat, "threads": args.threads,
+            json.dump({"size": args.size, "repeat": args.repeat,
+                       "min_seconds": args.min_seconds, "threads": args.threads,
                        "results": results}, handle, indent=1)
     if baseline is not None:
         failures, notes = compare(results, baseline, args.margin)

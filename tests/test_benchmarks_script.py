@@ -26,7 +26,8 @@ def tiny_run(tmp_path_factory):
     import io
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = bench.main(["--size", str(TINY), "--repeat", "1", "--json", str(path)])
+        code = bench.main(["--size", str(TINY), "--repeat", "1", "--min-seconds", "0",
+                           "--json", str(path)])
     return code, out.getvalue(), json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -57,7 +58,8 @@ def test_every_row_has_its_floor_its_loops_and_the_duals_memory(tiny_run):
 
 def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
     monkeypatch.setattr(bench, "numpy_romma_loop", lambda X, y: [0])
-    assert bench.main(["--size", str(TINY), "--repeat", "1", "--only", "romma primal"]) == 1
+    assert bench.main(["--size", str(TINY), "--repeat", "1", "--min-seconds", "0",
+                       "--only", "romma primal"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: romma primal: np loop makes other updates"]
 
@@ -66,11 +68,25 @@ def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
     (["--size", "0"], "--size must be > 0"),
     (["--threads", "0"], "--threads >= 1"),
     (["--only", "no such case"], "names no case"),
+    (["--min-seconds", "-1"], "--min-seconds a finite number >= 0"),
+    (["--min-seconds", "nan"], "--min-seconds a finite number >= 0"),
 ])
 def test_bad_options_get_one_line(argv, message, capsys):
     assert bench.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_best_time_calls_short_paths_until_min_seconds_within_the_cap():
+    """At least ``repeat`` calls; more while their times add up to less than min_seconds, up
+    to MAX_CALLS (instant calls never add up to a minute); the best time and the last call's
+    output come back."""
+    calls = []
+    best, out = bench.best_time(lambda: calls.append(None) or len(calls), 3)
+    assert len(calls) == 3 and out == 3 and best >= 0
+    calls.clear()
+    best, out = bench.best_time(lambda: calls.append(None) or len(calls), 3, min_seconds=60.0)
+    assert len(calls) == bench.MAX_CALLS and out == bench.MAX_CALLS
 
 
 @pytest.mark.skipif(not _compiled.available(), reason="the Newton floor needs numba")
