@@ -40,6 +40,7 @@ install without either compiles at each process start, without error.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from types import ModuleType
 from typing import Any
@@ -79,10 +80,12 @@ def choose(engine: str, *, compiled_serves: bool = True) -> str:
     return "numba" if available() else "numpy"
 
 
+@functools.cache
 def kernels() -> ModuleType:
     """The module of the compiled loops, ``fast._numba``: imported (and numba with it) at
     the first compiled run; each loop is compiled, or loaded from numba's cache, at its first
-    call."""
+    call.  Kept after the first call: an import statement costs about 3 us, and the kernel
+    duals' block walks ask for the module once per block."""
     from . import _numba
     return _numba
 

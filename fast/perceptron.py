@@ -280,7 +280,7 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
     T = X.shape[0]
     loops = _compiled.kernels()
     kernel = _compiled.kernel_code(kern)
-    sq = np.einsum("ij,ij->i", X, X)
+    sq = np.einsum("ij,ij->i", X, X) if kern.name == "rbf" else np.zeros(T)  # rbf's only
     base = np.zeros(_Dual.MAX_BLOCK)
     entered, seen = 0, 0  # supports that entered and trials walked, for the block length
     with np.errstate(all="ignore"):

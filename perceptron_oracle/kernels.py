@@ -12,6 +12,7 @@ imported only by the float64 evaluation, so the reference stays free of it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -39,8 +40,9 @@ class Kernel:
     def is_rational(self) -> bool:
         return self.name != "rbf"
 
-    @property
+    @functools.cached_property
     def spec(self) -> str:
+        """The kernel as the command line and the trace write it (made once per kernel)."""
         if self.name == "linear":
             return "linear"
         if self.name == "poly":
