@@ -362,7 +362,7 @@ class PerceptronOvR:
             return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
         kernel = _compiled.kernel_code(self.kernel)
         rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
-        sq = np.einsum("ij,ij->i", X, X)
+        sq = np.einsum("ij,ij->i", X, X) if self.kernel.name == "rbf" else np.zeros(T)
 
         def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
