@@ -423,10 +423,12 @@ class PerceptronOvR:
         first = int(n_support[0])
         binary = np.array([self.b[0], 0.0, float(first)])  # b, a bad score, supports
         with OneBlasThread():  # the blocks' products (fast.blas_threads)
-            bad, _ = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule, alpha[:, 0],
-                                        slot, [self.rows, self._sq_rows, self.coef[:, 0]],
-                                        first + X.shape[0], binary, flags[0], np.zeros(1),
-                                        False)
+            bad, store = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule,
+                                            alpha[:, 0], slot,
+                                            [self.rows, self._sq_rows, self.coef[:, 0]],
+                                            first + X.shape[0], binary, flags[0],
+                                            np.zeros(1), False)
+        assert store[0] is self.rows, "the walk grew a store that had room for every example"
         self.b[0], state[0], n_support[0] = binary[0], binary[1], int(binary[2])
         return bad
 
