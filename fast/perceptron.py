@@ -54,7 +54,8 @@ class _Model:
         self.alpha = np.zeros(y.shape[0], dtype=np.int64)
         self.b = self.b0
         self.blocked = [0]  # blocked[k]: trials the alpha-bound blocked while h_k was in force
-        self.lam_terms = (self.lam * y * kernel.diagonal(X)) if self.lam else None
+        with np.errstate(over="ignore", invalid="ignore"):  # X may not be checked yet (_run)
+            self.lam_terms = (self.lam * y * kernel.diagonal(X)) if self.lam else None
         self.built: _BuiltWeights | None = None
 
     def lambda_trick(self, scores: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -116,7 +117,7 @@ class _Dual(_Model):
         self.slot = np.full(T, -1, dtype=np.int64)  # example -> position in support
         self.coef = np.zeros(16)                  # eta alpha_s y_s, by support position
         self.max_cached = max(1, KERNEL_CACHE_BYTES // (8 * T))
-        self.rows = np.zeros((min(16, self.max_cached), T))  # k(x_s, X) of cached supports
+        self.rows = np.zeros((0, T))  # k(x_s, X) of cached supports (the numpy path's)
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         S = len(self.support)
@@ -137,7 +138,7 @@ class _Dual(_Model):
                 self.coef = np.concatenate([self.coef, np.zeros(S)])
             if S < self.max_cached:
                 if S == self.rows.shape[0]:
-                    grown = np.zeros((min(2 * S, self.max_cached), self.rows.shape[1]))
+                    grown = np.zeros((min(max(2 * S, 16), self.max_cached), self.rows.shape[1]))
                     grown[:S] = self.rows
                     self.rows = grown
                 self.rows[S] = self.kernel.matrix(self.X[j:j + 1], self.X)[0]
@@ -175,11 +176,14 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X))
-    # The primal form checks finiteness on its own first pass, which scores every row (a NaN
-    # or infinity anywhere in a row makes its score non-finite): one pass saved.  The numpy
-    # path takes CSR rows in blocks whose scores do not see every stored entry first.
-    X, y = validate(X, y, check_finite=form != "primal"
-                    or (sp.issparse(X) and chosen != "numba"))
+    # Where the run's own scores see every entry of X (a NaN or infinity makes a score
+    # non-finite), they are X's finiteness check: one pass saved.  The primal's scores see
+    # whole rows (the numpy path's CSR blocks not every stored entry first); the compiled
+    # dual's kernel values see every row once a support exists (``_run_compiled`` checks
+    # the rows scored before), but under the Gaussian kernel an infinity can give k = 0.
+    run_checks = ((chosen == "numba" or not sp.issparse(X)) if form == "primal"
+                  else chosen == "numba" and kern.name != "rbf")
+    X, y = validate(X, y, check_finite=not run_checks)
     epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
     with OneBlasThread():  # the blocks' many small BLAS products (fast.blas_threads)
@@ -217,10 +221,13 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
         checked = model.X  # a NaN or infinity in X: the primal's finiteness check is the loop's
     else:
         bad = _compiled_dual(model, epochs, flags, scores, state, record_scores)
-        checked = None
+        checked = None if model.kernel.name == "rbf" else model.X  # as for the primal (_run)
     _compiled.raise_if_bad(bad, T, state[1], checked)
     model.b = float(state[0])
-    return (*_compiled.split_flags(flags), scores.tolist() if record_scores else None)
+    mistakes, updates, blocked = _compiled.split_flags(flags)
+    if form == "dual" and checked is not None:  # the rows scored before any support existed
+        check_finite_rows(model.X[:int(updates[0]) + 1 if updates.size else T])
+    return mistakes, updates, blocked, (scores.tolist() if record_scores else None)
 
 
 def _loop_arguments(model: _Model) -> tuple[np.ndarray, np.ndarray, int]:

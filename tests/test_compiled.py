@@ -12,6 +12,7 @@ the polynomial and Gaussian kernels, every Perceptron parameter, shadow runs
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
@@ -175,6 +176,49 @@ def test_non_finite_csr_entry_is_a_data_error_in_either_engine(bad):
     for engine in ENGINES:
         with pytest.raises(DataError, match="X contains (NaN|an infinity)"):
             fp.primal(Xs, y, engine=engine)
+
+
+@needs_numba
+@pytest.mark.parametrize("kernel", ["linear", "poly:degree=2,coef0=1,gamma=0", "rbf:gamma=1"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", ["no update at all", "the last trial's first support",
+                                   "a row scored against supports"])
+def test_non_finite_x_is_a_data_error_in_the_compiled_dual(kernel, bad, where):
+    """The compiled dual does not check dense X up front under the linear and polynomial
+    kernels: its kernel values see every row scored once a support exists, and the rows
+    scored before the first support are checked after the walk.  Each case fails without
+    one of the two: no update ever (b0 = 1, every label +1), the only update at the last
+    trial (its row never meets a kernel value), a row in the middle of the run; under the
+    Gaussian kernel, where an infinity can give k = 0, X is checked up front."""
+    X, y = _data(40, 3, seed=6)
+    row = {"no update at all": 17, "the last trial's first support": 39,
+           "a row scored against supports": 25}[where]
+    params = {}
+    if where != "a row scored against supports":
+        y = np.ones(40, dtype=int)
+        params["b0"] = 1
+        if where == "the last trial's first support":
+            y[39] = -1
+    X[row, 1] = bad
+    word = "NaN" if np.isnan(bad) else "an infinity"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for engine in ENGINES:
+            with pytest.raises(DataError, match=f"X contains {word}"):
+                fp.dual(X, y, engine=engine, kernel=kernel, lam=1, **params)
+
+
+@needs_numba
+def test_an_infinity_the_gaussian_kernel_maps_to_zero_is_a_data_error():
+    """x_i = +inf where every other row is negative: each x_s . x_i is -inf, so
+    |x_s|^2 + |x_i|^2 - 2 x_s . x_i = inf and k(x_s, x_i) = 0, a finite score; only the
+    up-front check finds it, which the Gaussian kernel's compiled dual keeps."""
+    X, y = _data(40, 3, seed=7)
+    X[:, 1] = -np.abs(X[:, 1]) - 0.1
+    X[25, 1] = np.inf
+    for engine in ENGINES:
+        with pytest.raises(DataError, match="X contains an infinity"):
+            fp.dual(X, y, engine=engine, kernel="rbf:gamma=1")
 
 
 @needs_numba
