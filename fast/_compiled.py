@@ -97,6 +97,12 @@ def kernel_code(kern: Any) -> tuple[int, int, float, float]:
             float(kern.gamma), float(kern.coef0))
 
 
+def kernel_norms(X: np.ndarray, kind: int) -> np.ndarray:
+    """The rows' squared norms as ``kernel_block`` and the dual walks take them: the Gaussian
+    kernel (kind 2) alone reads them; zeros under the others (a pass over X saved)."""
+    return np.einsum("ij,ij->i", X, X) if kind == 2 else np.zeros(X.shape[0])
+
+
 def kernel_block(A: np.ndarray, sq_a: np.ndarray, B: np.ndarray, lo: int, hi: int,
                  sq_b: np.ndarray, kind: int, degree: int, gamma: float,
                  coef0: float) -> np.ndarray:

@@ -362,7 +362,7 @@ class PerceptronOvR:
             return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
         kernel = _compiled.kernel_code(self.kernel)
         rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
-        sq = np.einsum("ij,ij->i", X, X) if self.kernel.name == "rbf" else np.zeros(T)
+        sq = _compiled.kernel_norms(X, kernel[0])
 
         def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
@@ -499,7 +499,8 @@ class PerceptronOvR:
         self._reserve(self.rows.shape[0])
         S = self.n_support
         self._sq_rows = np.zeros(self.rows.shape[0])
-        self._sq_rows[:S] = np.einsum("ij,ij->i", self.rows[:S], self.rows[:S])
+        self._sq_rows[:S] = _compiled.kernel_norms(self.rows[:S],
+                                                   _compiled.kernel_code(self.kernel)[0])
 
     def _scores(self, start: int, stop: int) -> np.ndarray:
         """Scores of examples start .. stop-1 for all learners: one product."""

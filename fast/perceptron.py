@@ -281,14 +281,14 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
 
     ``rule`` = (eta, C, tau, lambda terms, whether they apply, alpha-bound or -1); ``slot``
     maps each example to its support id (-1: none yet); ``store`` = [support rows, their
-    squared norms (which the Gaussian kernel alone reads: the walk writes 0 under the
-    others), coef = eta alpha y] holds the state[2] supports so far (a caller may start
+    squared norms (``_compiled.kernel_norms``: 0 under all but the Gaussian kernel),
+    coef = eta alpha y] holds the state[2] supports so far (a caller may start
     with supports of its own); it grows up to ``most`` supports as the walk needs.
     Returns the first trial whose score is not finite (or -1) and the store."""
     T = X.shape[0]
     loops = _compiled.kernels()
     kernel = _compiled.kernel_code(kern)
-    sq = np.einsum("ij,ij->i", X, X) if kern.name == "rbf" else np.zeros(T)  # rbf's only
+    sq = _compiled.kernel_norms(X, kernel[0])
     base = np.zeros(_Dual.MAX_BLOCK)
     entered, seen = 0, 0  # supports that entered and trials walked, for the block length
     with np.errstate(all="ignore"):
