@@ -20,6 +20,9 @@ from .params import parse_assignment
 # normalises (to the run's p-norm) unless told --normalize none; the library call never does.
 NORMALIZED_BY_DEFAULT = ("higher_order", "pnorm_perceptron")
 
+#: The options of ``verify --fuzz`` alone.
+_FUZZ_OPTIONS = ("fuzz_examples", "fuzz_seed", "fuzz_out")
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own usage errors: one line, exit 2
@@ -91,6 +94,16 @@ def _build_parser() -> argparse.ArgumentParser:
                              "reported, is a failure")
     verify.add_argument("--report", default=None, metavar="FILE.json",
                         help="write the verdicts as JSON, one record per case")
+    verify.add_argument("--fuzz", action="store_true",
+                        help="with --impl, instead of the golden cases: draw data sets until "
+                             "the implementation and the exact reference disagree, shrink the "
+                             "first disagreement and write it as a replayable case")
+    verify.add_argument("--fuzz-examples", type=int, default=None, metavar="N",
+                        help="--fuzz: draws per algorithm (default 200)")
+    verify.add_argument("--fuzz-seed", type=int, default=None, metavar="S",
+                        help="--fuzz: hypothesis' seed (default 0)")
+    verify.add_argument("--fuzz-out", default=None, metavar="DIR",
+                        help="--fuzz: the replay directory (default: a new temporary one)")
     return parser
 
 
@@ -264,6 +277,11 @@ def _verify(args: argparse.Namespace) -> int:
 
     from . import golden, verify
 
+    if args.fuzz:
+        return _fuzz(args)
+    for option in _FUZZ_OPTIONS:
+        if getattr(args, option) is not None:
+            raise OracleInputError(f"--{option.replace('_', '-')} applies with --fuzz only")
     directory = _golden_dir(args)
     cases = golden.load(directory)
     if args.algorithm:
@@ -319,6 +337,34 @@ def _verify(args: argparse.Namespace) -> int:
         return 1
     if passed == 0:
         print("nothing was checked: every selected case is not applicable", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _fuzz(args: argparse.Namespace) -> int:
+    """``verify --fuzz``: perceptron_oracle.fuzz against the --impl callable, its report
+    printed (a progress line per algorithm on stderr unless --quiet).  Exit 1 on a
+    disagreement, and when every draw was declined (as ``verify`` when nothing was checked)."""
+    from . import fuzz, verify
+
+    if args.results:
+        raise OracleInputError("--fuzz calls the implementation on the data it draws: give "
+                               "--impl MODULE:CALLABLE, not --results")
+    for option in ("golden", "kernel", "strict", "report"):
+        if getattr(args, option):
+            raise OracleInputError(f"--{option} applies to the golden cases, not to --fuzz")
+    examples = fuzz.DEFAULT_EXAMPLES if args.fuzz_examples is None else args.fuzz_examples
+    if examples < 1:
+        raise OracleInputError(f"--fuzz-examples must be at least 1, got {examples}")
+    impl = verify.load_callable(args.impl)
+    log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    report = fuzz.fuzz(impl, args.algorithm, examples=examples, seed=args.fuzz_seed or 0,
+                       out_dir=args.fuzz_out, log=log)
+    print(report.describe(args.impl))
+    if not report.ok:
+        return 1
+    if all(r.status == fuzz.NOT_APPLICABLE for r in report.results):
+        print("nothing was checked: the implementation declined every draw", file=sys.stderr)
         return 1
     return 0
 

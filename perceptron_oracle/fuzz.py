@@ -34,16 +34,17 @@ combination, or ``NotConverged``: PUMMA's Newton stalling) is rejected too.
 Runs are deterministic: for a given seed and implementation the draws, the shrunk case and
 the report are the same (hypothesis with ``@seed``, no example database, no deadline, the
 profile's settings ignored).
+
+Run it with ``perceptron-oracle verify --fuzz --impl MODULE:CALLABLE`` (``cli._fuzz``) or
+``pytest --oracle-impl MODULE:CALLABLE --oracle-fuzz`` (``fuzz_tests.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import pathlib
 import random
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -79,6 +80,8 @@ MAX_EXAMPLES, MAX_FEATURES, MAX_EPOCHS = 8, 3, 3
 MAX_KERNEL_EXAMPLES, MAX_KERNEL_EPOCHS = 4, 2
 #: Draws tried to find one the implementation accepts, before the search proper.
 PROBE_DRAWS = 100
+#: Draws per algorithm unless told otherwise (``verify --fuzz``, ``--oracle-fuzz``).
+DEFAULT_EXAMPLES = 200
 
 # Coordinates: small integers and halves, 0 first (hypothesis shrinks towards it).  All are
 # dyadic, so float64 sums of their products are exact: ties are exact and stay ties.
@@ -452,7 +455,8 @@ class _Disagreement(Exception):
         self.finding = finding
 
 
-def fuzz(impl: External, algorithms: Iterable[str] | None = None, *, examples: int = 200,
+def fuzz(impl: External, algorithms: Iterable[str] | None = None, *,
+         examples: int = DEFAULT_EXAMPLES,
          seed: int = 0, out_dir: str | pathlib.Path | None = None,
          log: Callable[[str], None] | None = None) -> FuzzReport:
     """Fuzz ``impl`` on each algorithm (every registered one by default) with ``examples``
@@ -651,42 +655,3 @@ def _show_params(params: dict[str, Any]) -> str:
         return "{}"
     return "{" + ", ".join(f"{k}=" + (format_exact(v) if isinstance(v, Fraction) else repr(v))
                            for k, v in params.items()) + "}"
-
-
-# -- command line --------------------------------------------------------------------------
-
-def main(argv: list[str] | None = None) -> int:
-    """``--impl MODULE:CALLABLE [--algorithm A ...] [--examples N] [--seed S] [--out DIR]``:
-    print the report; exit 1 on a disagreement, 0 otherwise, 2 on bad input."""
-    from .verify import load_callable
-
-    parser = argparse.ArgumentParser(
-        prog="perceptron-oracle verify --fuzz",
-        description="generate data until the implementation and the exact reference "
-                    "disagree, then shrink it to a minimal case")
-    parser.add_argument("--impl", required=True, metavar="MODULE:CALLABLE")
-    parser.add_argument("--algorithm", action="append", default=None,
-                        help="only this algorithm (repeatable; default: every one)")
-    parser.add_argument("--examples", type=int, default=200,
-                        help="draws per algorithm (default 200)")
-    parser.add_argument("--seed", type=int, default=0, help="hypothesis' seed (default 0)")
-    parser.add_argument("--out", default=None, metavar="DIR",
-                        help="the replay directory (default: a new temporary directory)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse has printed its usage line
-        return int(exc.code or 0)
-    try:
-        impl = load_callable(args.impl)
-        report = fuzz(impl, args.algorithm, examples=args.examples, seed=args.seed,
-                      out_dir=args.out,
-                      log=lambda line: print(line, file=sys.stderr, flush=True))
-    except OracleInputError as exc:
-        print(f"perceptron-oracle: {exc}", file=sys.stderr)
-        return 2
-    print(report.describe(args.impl))
-    return 0 if report.ok else 1
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,11 +1,10 @@
-"""The differential fuzzing the pytest plugin runs with ``--oracle-fuzz`` (see fuzz.py): one
+"""The differential fuzzing the pytest plugin adds with ``--oracle-fuzz`` (see fuzz.py): one
 test per registered algorithm (``--oracle-algorithm`` narrows them) against
 ``--oracle-impl``.  A disagreement fails the test with the shrunk case and the command that
 replays it; an algorithm the implementation never takes (NotImplementedError on every draw)
-is skipped with the implementation's reason.
-
-Options read, each with its default when the plugin does not define it:
-``--oracle-fuzz-examples`` (draws per algorithm, 200), ``--oracle-fuzz-seed`` (0).
+is skipped with the implementation's reason.  The plugin's ``--oracle-fuzz-examples`` (draws
+per algorithm; fuzz.DEFAULT_EXAMPLES when not given) and ``--oracle-fuzz-seed`` (0) set the
+search.
 """
 
 from __future__ import annotations
@@ -14,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from perceptron_oracle.fuzz import FAIL, NOT_APPLICABLE, fuzz
+from perceptron_oracle.fuzz import DEFAULT_EXAMPLES, FAIL, NOT_APPLICABLE, fuzz
 from perceptron_oracle.registry import ALGORITHMS
-
-DEFAULT_EXAMPLES = 200
 
 
 def pytest_generate_tests(metafunc: Any) -> None:
@@ -27,20 +24,14 @@ def pytest_generate_tests(metafunc: Any) -> None:
         metafunc.parametrize("oracle_fuzz_algorithm", names)
 
 
-def _examples(config: Any) -> int:
-    for name in ("oracle_fuzz_examples", "oracle_fuzz"):
-        value = config.getoption(name, default=None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return DEFAULT_EXAMPLES
-
-
 def test_fuzz(oracle_fuzz_algorithm: str, oracle_impl: Any, request: Any,
               tmp_path_factory: Any) -> None:
     config = request.config
     out = tmp_path_factory.mktemp(f"fuzz-{oracle_fuzz_algorithm}")
-    report = fuzz(oracle_impl, [oracle_fuzz_algorithm], examples=_examples(config),
-                  seed=int(config.getoption("oracle_fuzz_seed", default=0) or 0), out_dir=out)
+    examples = config.getoption("oracle_fuzz_examples")
+    report = fuzz(oracle_impl, [oracle_fuzz_algorithm],
+                  examples=DEFAULT_EXAMPLES if examples is None else examples,
+                  seed=config.getoption("oracle_fuzz_seed"), out_dir=out)
     result = report.results[0]
     if result.status == NOT_APPLICABLE:
         pytest.skip(f"{oracle_fuzz_algorithm} not applicable: {result.reason}")

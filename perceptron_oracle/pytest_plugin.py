@@ -3,15 +3,18 @@ third-party Python implementation, one pytest item per case.
 
     pytest --oracle-impl mypackage.module:function [--oracle-golden DIR]
            [--oracle-algorithm perceptron ...]
+           [--oracle-fuzz [--oracle-fuzz-examples N] [--oracle-fuzz-seed S]]
 
 ``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
 ``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Items:
 ``test_golden_case[<algorithm>:<file>.json:<id>]`` for every golden case and
 ``test_check[<algorithm>:<check>]`` for every check of ``properties.checks.yield_checks``
 (hypothesis draws); NotImplementedError from ``function``, or a final-state key its trace
-lacks, makes an item a skip with the reason.  Without ``--oracle-impl`` the plugin does
-nothing and imports nothing beyond pytest.  Expected failures are the caller's to declare,
-with a reason, through pytest's own ``-k``/xfail machinery; none are built in.
+lacks, makes an item a skip with the reason.  ``--oracle-fuzz`` adds
+``test_fuzz[<algorithm>]``, the differential fuzzing of ``fuzz.py`` (``fuzz_tests.py``).
+Without ``--oracle-impl`` the plugin does nothing and imports nothing beyond pytest.
+Expected failures are the caller's to declare, with a reason, through pytest's own
+``-k``/xfail machinery; none are built in.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import pytest
 
 CONFORMANCE_TESTS = pathlib.Path(__file__).with_name("conformance_tests.py")
+FUZZ_TESTS = pathlib.Path(__file__).with_name("fuzz_tests.py")
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -33,10 +37,22 @@ def pytest_addoption(parser: Any) -> None:
                     help="the golden files (default: the package's conformance_data/)")
     group.addoption("--oracle-algorithm", action="append", default=None, metavar="NAME",
                     help="only this algorithm's cases and invariants (repeatable)")
+    group.addoption("--oracle-fuzz", action="store_true",
+                    help="also fuzz the implementation against the exact reference, one test "
+                         "per algorithm")
+    group.addoption("--oracle-fuzz-examples", type=int, default=None, metavar="N",
+                    help="--oracle-fuzz: draws per algorithm (default 200)")
+    group.addoption("--oracle-fuzz-seed", type=int, default=0, metavar="S",
+                    help="--oracle-fuzz: hypothesis' seed (default 0)")
 
 
 def pytest_configure(config: Any) -> None:
     spec = config.getoption("oracle_impl")
+    if config.getoption("oracle_fuzz") and not spec:
+        raise pytest.UsageError("--oracle-fuzz needs --oracle-impl MODULE:CALLABLE")
+    examples = config.getoption("oracle_fuzz_examples")
+    if examples is not None and examples < 1:
+        raise pytest.UsageError(f"--oracle-fuzz-examples must be at least 1, got {examples}")
     if spec:
         from .errors import OracleInputError
         from .verify import load_callable
@@ -46,6 +62,8 @@ def pytest_configure(config: Any) -> None:
         except OracleInputError as exc:
             raise pytest.UsageError(f"--oracle-impl: {exc}") from None
         config.args.append(str(CONFORMANCE_TESTS))
+        if config.getoption("oracle_fuzz"):
+            config.args.append(str(FUZZ_TESTS))
 
 
 def pytest_report_header(config: Any) -> list[str]:

@@ -160,9 +160,11 @@ def test_plain_perceptron_survives_and_is_not_applicable_elsewhere(user_dir):
 
 
 def test_plain_perceptron_tie_bug_is_found_at_a_zero_score(user_dir, capsys):
-    assert fuzz.main(["--impl", "plain_tie:run", "--algorithm", "perceptron",
-                      "--out", "replay"]) == 1
-    out = capsys.readouterr().out
+    assert cli_main(["verify", "--fuzz", "--impl", "plain_tie:run", "--algorithm",
+                     "perceptron", "--fuzz-out", "replay"]) == 1
+    captured = capsys.readouterr()
+    out = captured.out
+    assert captured.err.startswith("perceptron: fail (")  # the progress line, one per algorithm
     assert "FAIL perceptron" in out
     assert "X = [[0]]" in out and "y = [1]" in out   # one example, the zero instance
     assert ("first divergence: trial 0 (example 0, label +1): expected mistake and update, "
@@ -265,20 +267,61 @@ def test_every_registered_algorithm_is_fuzzed_by_default():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--impl", "no_such_module:f"], "cannot import 'no_such_module'"),
-    (["--impl", "wrong_perceptrons:correct", "--algorithm", "nope"], "unknown algorithm"),
-    (["--impl", "wrong_perceptrons:correct", "--examples", "0"], "examples must be"),
+    (["--fuzz", "--impl", "no_such_module:f"], "cannot import 'no_such_module'"),
+    (["--fuzz", "--impl", "wrong_perceptrons:correct", "--algorithm", "nope"],
+     "unknown algorithm"),
+    (["--fuzz", "--impl", "wrong_perceptrons:correct", "--fuzz-examples", "0"],
+     "--fuzz-examples must be at least 1, got 0"),
+    (["--fuzz", "--impl", "wrong_perceptrons:correct", "--fuzz-examples", "many"],
+     "--fuzz-examples: invalid int value"),
+    (["--fuzz", "--results", "."], "give --impl MODULE:CALLABLE, not --results"),
+    (["--fuzz", "--impl", "wrong_perceptrons:correct", "--golden", "."],
+     "--golden applies to the golden cases, not to --fuzz"),
+    (["--fuzz", "--impl", "wrong_perceptrons:correct", "--strict"],
+     "--strict applies to the golden cases, not to --fuzz"),
+    (["--impl", "wrong_perceptrons:correct", "--fuzz-seed", "3"],
+     "--fuzz-seed applies with --fuzz only"),
 ])
-def test_main_refuses_bad_input_in_one_line(argv, message, capsys):
-    assert fuzz.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err
+def test_verify_fuzz_refuses_bad_input_in_one_line(argv, message, capsys):
+    assert cli_main(["verify", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and message in captured.err, captured.err
+    assert captured.out == ""
 
 
-def test_main_passes_a_correct_implementation(capsys):
-    assert fuzz.main(["--impl", "wrong_perceptrons:correct", "--algorithm", "perceptron",
-                      "--examples", "20", "--seed", "5"]) == 0
-    assert "PASS perceptron: no disagreement in 20 draws" in capsys.readouterr().out
+def test_verify_fuzz_passes_a_correct_implementation(capsys):
+    assert cli_main(["verify", "--fuzz", "--impl", "wrong_perceptrons:correct", "--algorithm",
+                     "perceptron", "--fuzz-examples", "20", "--fuzz-seed", "5", "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "PASS perceptron: no disagreement in 20 draws" in captured.out
+    assert captured.err == ""  # --quiet: no progress lines
+
+
+def test_verify_fuzz_fails_when_every_draw_is_declined(tmp_path, monkeypatch, capsys):
+    (tmp_path / "declines.py").write_text(
+        "def run(algorithm, X, y, *, epochs, kernel, params):\n"
+        "    raise NotImplementedError('nothing implemented')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.modules", dict(sys.modules))
+    assert cli_main(["verify", "--fuzz", "--impl", "declines:run", "--algorithm", "romma",
+                     "--fuzz-examples", "5", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "N/A  romma: nothing implemented" in captured.out
+    assert captured.err == "nothing was checked: the implementation declined every draw\n"
+
+
+@pytest.mark.skipif(shutil.which("perceptron-oracle") is None,
+                    reason="console script not on PATH (package not installed as the README says)")
+def test_the_installed_command_fuzzes(tmp_path):
+    """``perceptron-oracle verify --fuzz`` as a user types it, from the console script."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    done = subprocess.run(
+        ["perceptron-oracle", "verify", "--fuzz",
+         "--impl", "wrong_perceptrons:tie_rule", "--algorithm", "perceptron",
+         "--fuzz-out", "replay"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "FAIL perceptron" in done.stdout and "first divergence: trial 0" in done.stdout
+    assert (tmp_path / "replay" / "manifest.json").is_file()
 
 
 def test_the_plugin_runs_the_fuzz_tests(tmp_path):
@@ -286,8 +329,8 @@ def test_the_plugin_runs_the_fuzz_tests(tmp_path):
     env.pop("HYPOTHESIS_PROFILE", None)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:warnings",
-         str(pathlib.Path(fuzz.__file__).with_name("fuzz_tests.py")), "-k", "test_fuzz",
-         "--oracle-impl", "wrong_perceptrons:tie_rule", "--oracle-algorithm", "perceptron"],
+         "-k", "test_fuzz", "--oracle-impl", "wrong_perceptrons:tie_rule",
+         "--oracle-algorithm", "perceptron", "--oracle-fuzz", "--oracle-fuzz-examples", "50"],
         cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     assert "FAILED" in done.stdout and "test_fuzz[perceptron]" in done.stdout

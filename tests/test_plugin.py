@@ -55,6 +55,27 @@ def test_plugin_names_an_unimportable_target(tmp_path):
     assert "cannot import 'no_such_module'" in done.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--oracle-fuzz"], "--oracle-fuzz needs --oracle-impl MODULE:CALLABLE"),
+    (["--oracle-impl", "wrong_perceptrons:correct", "--oracle-fuzz",
+      "--oracle-fuzz-examples", "0"], "--oracle-fuzz-examples must be at least 1, got 0"),
+])
+def test_plugin_refuses_fuzz_options_it_cannot_use(tmp_path, args, message):
+    done = _pytest(tmp_path, *args)
+    assert done.returncode == 4  # pytest's usage error
+    assert message in done.stderr
+
+
+def test_plugin_fuzzes_the_plain_perceptron_without_a_failure(tmp_path):
+    _plain(tmp_path)
+    done = _pytest(tmp_path, "--oracle-impl", "plain:run", "--oracle-fuzz",
+                   "--oracle-fuzz-examples", "30", "-k", "test_fuzz", "-rs")
+    assert done.returncode == 0, done.stdout[-3000:]
+    # one test per algorithm: the Perceptron's passes, every other is skipped with the reason
+    assert "1 passed, 6 skipped" in done.stdout
+    assert "romma not applicable: only the perceptron, not romma" in done.stdout
+
+
 def test_plugin_runs_a_plain_perceptron_with_skips_and_no_failure(tmp_path):
     _plain(tmp_path)
     done = _pytest(tmp_path, "--oracle-impl", "plain:run", "--oracle-algorithm", "perceptron",
