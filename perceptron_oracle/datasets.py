@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import pathlib
+from collections.abc import Callable
 from importlib import resources
 
 import numpy as np
@@ -135,20 +136,31 @@ def _short(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
 
-BUILTIN = {
-    "separable": lambda: separable(200, 5, 0.1, seed=0),
-    "noisy": lambda: with_label_noise(separable(200, 5, 0.05, seed=1), 0.1, seed=2),
-    "wdbc": lambda: wdbc(),
-    "wdbc-unit": lambda: wdbc(normalized=True),
-    "digits3": lambda: digits(),
-    "digits": lambda: digit_classes(),  # class labels 0..9: for --multiclass ovr
+#: The embedded example data sets: name -> (what it is, how it is made).
+BUILTIN: dict[str, tuple[str, Callable[[], Dataset]]] = {
+    "separable": ("200 x 5, unit-norm rows, separable with margin 0.1 (seeded)",
+                  lambda: separable(200, 5, 0.1, seed=0)),
+    "noisy": ("200 x 5, unit-norm rows, margin 0.05, 10% of the labels flipped (seeded)",
+              lambda: with_label_noise(separable(200, 5, 0.05, seed=1), 0.1, seed=2)),
+    "wdbc": ("Wisconsin breast cancer, 569 x 30 raw features, +1 benign", lambda: wdbc()),
+    "wdbc-unit": ("wdbc, every row at unit 2-norm", lambda: wdbc(normalized=True)),
+    "digits3": ("handwritten digits, the first 600 of 8 x 8 pixels, 3 against the rest, "
+                "unit 2-norm", lambda: digits()),
+    "digits": ("handwritten digits, 1,797 x 64, class labels 0..9 (--multiclass ovr), "
+               "unit 2-norm", lambda: digit_classes()),
 }
 
 
 def builtin(name: str) -> Dataset:
-    """The embedded example data sets, by name (``list`` names them)."""
+    """The embedded example data set ``name`` (``builtin_list``)."""
     if name not in BUILTIN:
-        raise DataError(f"unknown builtin data set {name!r} (known: {', '.join(BUILTIN)})")
-    dataset = BUILTIN[name]()
+        raise DataError(f"unknown builtin data set {name!r} (known: {', '.join(BUILTIN)}; "
+                        "builtin:list describes them)")
+    dataset = BUILTIN[name][1]()
     dataset.source = f"builtin:{name}"
     return dataset
+
+
+def builtin_list() -> str:
+    """One line per embedded data set: ``builtin:NAME``, what it is."""
+    return "\n".join(f"builtin:{name:<10} {what}" for name, (what, _) in BUILTIN.items())

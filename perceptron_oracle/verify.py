@@ -207,13 +207,17 @@ def result_file(directory: pathlib.Path, case: Case) -> pathlib.Path:
     return directory / f"{pathlib.Path(case.file).stem}-{case.id}.json"
 
 
+#: The reason of a case whose trace file is missing: one reason for every such case, so that
+#: the summary counts them together (``_verify`` names the file it looked for).
+NO_TRACE_FILE = "no trace file"
+
+
 def read_result_file(directory: pathlib.Path, case: Case) -> Trace:
     """The trace file of ``case``; a missing file means the case was not run."""
-    path = result_file(directory, case)
     try:
-        return trace_files.load_trace_file(path)
+        return trace_files.load_trace_file(result_file(directory, case))
     except FileNotFoundError:
-        raise NotImplementedError(f"no trace file ({path.name} not in the results)") from None
+        raise NotImplementedError(NO_TRACE_FILE) from None
 
 
 def progress_bar(stream: Any = sys.stderr) -> Callable[[int, int], None] | None:

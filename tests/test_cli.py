@@ -154,6 +154,41 @@ def test_traces_validate_against_the_schema(files, tmp_path):
         assert list(validator.iter_errors(doc))  # the schema does reject a malformed trace
 
 
+def test_builtin_list_describes_every_builtin_data_set(capsys):
+    from perceptron_oracle.datasets import BUILTIN
+
+    assert main(["run", "perceptron", "--data", "builtin:list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [f"builtin:{name}" for name in BUILTIN]
+    assert main(["run", "perceptron", "--data", "builtin:nope"]) == 2
+    assert "builtin:list describes them" in capsys.readouterr().err
+
+
+def test_the_trace_schema_takes_every_algorithms_trace():
+    """Each registered algorithm's reference trace, its scores recorded, validates; the
+    schema names exactly the registry's algorithms; a null score and a signed exact number,
+    which a trace file may hold (SPEC.md section 5), validate too."""
+    import pathlib
+
+    import jsonschema
+
+    from perceptron_oracle.registry import ALGORITHMS
+    schema = json.loads((pathlib.Path(__file__).parent.parent / "conformance_data" / "schema" /
+                         "trace-1.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert set(schema["properties"]["algorithm"]["enum"]) == set(ALGORITHMS)
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -0.5], [1.0, 1.0], [0.5, -1.0]])
+    y = np.array([1, 1, -1, 1, -1])
+    for name, algorithm in ALGORITHMS.items():
+        trace = algorithm.implementation("reference")(X, y, epochs=2, record_scores=True)
+        doc = json.loads(trace.to_json())
+        assert not list(validator.iter_errors(doc)), name
+    doc["scores"][0] = None
+    doc["final"] = {"b": "+1/2"}
+    assert not list(validator.iter_errors(doc))
+    assert Trace.from_dict(doc).scores[0] is None
+
+
 ISSUE_COMMANDS = [  # the commands issues 3-5 name, on the builtin noisy set
     ["higher_order", "--form", "primal", "--param", "c=0.4"],
     ["higher_order", "--form", "dual", "--param", "c=0.4", "--param", "rho=theorem1"],

@@ -201,7 +201,10 @@ def test_verify_results_directory(tmp_path, capsys, cases):
     capsys.readouterr()
     assert main(["verify", "--results", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "N/A  perceptron.json:1" in out and "no trace file" in out  # not run, not a pass
+    assert "N/A  perceptron.json:1 [perceptron]" in out  # not run, not a pass
+    assert "no trace file (1)" in out  # the summary counts the missing files as one reason
+    assert f"1 case(s) had no trace file: case FILE.json:ID is read from DIR/FILE-ID.json " \
+           f"(for perceptron.json:1: {tmp_path / 'perceptron-1.json'})" in out
     assert "FAIL perceptron.json:2" in out and "exact score" in out
     assert out.strip().endswith("1 failed, 1 not applicable")
 
