@@ -369,12 +369,13 @@ def _weights(X: Any, y: np.ndarray, eta: float, alphas: list[np.ndarray],
     high update rates."""
     rows = np.flatnonzero(np.logical_or.reduce([a != 0 for a in alphas]))
     coef = np.column_stack([(a[rows] * y[rows]).astype(np.float64) for a in alphas])
-    if compiled and not sp.issparse(X):
-        W = np.zeros((X.shape[1], len(alphas)))
-        _compiled.kernels().weighted_rows(X, rows, coef, W)
-        W *= eta
-    else:
-        W = eta * np.asarray(X[rows].T @ coef)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow: finite_final names it
+        if compiled and not sp.issparse(X):
+            W = np.zeros((X.shape[1], len(alphas)))
+            _compiled.kernels().weighted_rows(X, rows, coef, W)
+            W *= eta
+        else:
+            W = eta * np.asarray(X[rows].T @ coef)
     return [W[:, i] for i in range(len(alphas))]
 
 

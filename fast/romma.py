@@ -41,6 +41,7 @@ from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
+from ..rounding import power_or_inf
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
@@ -506,8 +507,8 @@ class DualSpace:
         if out is None:
             d = _gram_pair(self.X, e, f)
             kern = self.kernel
-            if kern.name == "poly":
-                d = (float(kern.gamma) * d + float(kern.coef0)) ** kern.degree
+            if kern.name == "poly":  # beyond float64: an infinity, named by the run's checks
+                d = power_or_inf(float(kern.gamma) * d + float(kern.coef0), kern.degree)
             elif kern.name == "rbf":
                 assert self.sq is not None
                 d2 = float(self.sq[e]) + float(self.sq[f]) - 2.0 * d

@@ -79,6 +79,7 @@ def _build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--algorithm", action="append", default=None,
                         help="only the cases of this algorithm (repeatable)")
     verify.add_argument("--kernel", action="append", default=None,
+                        choices=("linear", "poly", "rbf"),
                         help="only the cases with this kernel family: linear, poly, rbf "
                              "(repeatable)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")

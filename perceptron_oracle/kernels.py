@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import KernelSpecError
 from .numbers import format_exact, number_context, to_fraction
+from .rounding import power_or_inf
 
 #: The memory, in bytes, a dual fast form spends caching the kernel rows k(x_s, X) of its
 #: support vectors (512 MiB): each row is computed once; rows beyond the budget are
@@ -69,11 +70,12 @@ class Kernel:
         k(x, z) rounds, relative to which its error is at most ``depth`` roundings.  For the
         Gaussian kernel: the exponent's cancellation error, carried through exp (<= 1)."""
         if self.name == "rbf":
-            return 1.0 + float(self.gamma) * sum((abs(a) + abs(b)) ** 2 for a, b in zip(x, z))
+            return 1.0 + float(self.gamma) * sum((abs(a) + abs(b)) * (abs(a) + abs(b))
+                                                 for a, b in zip(x, z))
         dot = sum(abs(a * b) for a, b in zip(x, z))
         if self.name == "linear":
             return dot
-        return (abs(float(self.gamma)) * dot + abs(float(self.coef0))) ** self.degree
+        return power_or_inf(abs(float(self.gamma)) * dot + abs(float(self.coef0)), self.degree)
 
     @property
     def depth(self) -> int:
@@ -91,7 +93,8 @@ class Kernel:
         if self.name == "linear":
             return dots
         if self.name == "poly":
-            return (float(self.gamma) * dots + float(self.coef0)) ** self.degree
+            with np.errstate(over="ignore", invalid="ignore"):  # the runs name an overflow
+                return (float(self.gamma) * dots + float(self.coef0)) ** self.degree
         sq = _row_sqnorms(A)[:, None] + _row_sqnorms(B)[None, :] - 2.0 * dots
         np.maximum(sq, 0.0, out=sq)  # cancellation can leave tiny negatives
         return np.exp(-float(self.gamma) * sq)
@@ -104,7 +107,8 @@ class Kernel:
         if self.name == "linear":
             return sq
         if self.name == "poly":
-            return (float(self.gamma) * sq + float(self.coef0)) ** self.degree
+            with np.errstate(over="ignore", invalid="ignore"):  # as in ``matrix``
+                return (float(self.gamma) * sq + float(self.coef0)) ** self.degree
         return np.ones(A.shape[0])
 
 

@@ -51,9 +51,29 @@ def score_error_bound(operations: int, magnitude: float) -> float:
 
 def magnitude_float(value: object) -> float:
     """A nonnegative magnitude as a float that is 0 only if the value is 0: a value below the
-    float64 range becomes the smallest subnormal (``score_error_bound`` needs that)."""
-    out = float(value)  # type: ignore[arg-type]
+    float64 range becomes the smallest subnormal (``score_error_bound`` needs that), one
+    above it infinity (the bound is then infinite: undecidable)."""
+    out = float_or_inf(value)
     return out if out or not value else SMALLEST_SUBNORMAL
+
+
+def float_or_inf(value: object) -> float:
+    """float(value), or an infinity of its sign when the exact value is beyond float64's range
+    (``float`` of such a Fraction or int raises OverflowError).  The error bounds are floats:
+    one that overflows is infinite, and the trial it bounds undecidable in float64."""
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf  # type: ignore[operator]
+
+
+def power_or_inf(base: float, exponent: int) -> float:
+    """base ** exponent for a float base and an integer exponent >= 0, an infinity of the
+    power's sign where Python's ``**`` raises OverflowError (its ``*`` gives the infinity)."""
+    try:
+        return base ** exponent
+    except OverflowError:
+        return -math.inf if base < 0 and exponent % 2 else math.inf
 
 
 def dyadic_exponent(value: Fraction) -> int | None:
@@ -77,7 +97,7 @@ def max_dyadic_exponent(values: Iterable[Fraction]) -> int | None:
 
 def exact_in_float64(exponent: int | None, magnitude: float) -> bool:
     """True iff every quantity bounded by ``magnitude`` on the grid 2^-exponent is a float64."""
-    if exponent is None:
+    if exponent is None or not magnitude < math.inf:
         return False
     if magnitude == 0:
         return True
@@ -92,7 +112,7 @@ def linear_sums_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
     if e_x is None:
         return False
     x_max = max(abs(float(v)) for row in rows for v in row)
-    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
+    r2 = max(sum(float(v) * float(v) for v in row) for row in rows) * (1 + 1e-12)
     return exact_in_float64(2 * e_x, max_updates * (r2 + x_max))
 
 
@@ -109,7 +129,7 @@ def within(value: object, bound: float) -> bool:
         exact = Fraction(num, den)
     elif isinstance(value, (int, Fraction)):
         exact = value
-    else:
-        from .numbers import to_fraction  # an mpf: the dyadic rational it is
-        exact = to_fraction(value)
+    else:  # an mpf: mpmath compares it with a float exactly, whatever its exponent (a
+        # Fraction of exp(-1e120) would need 1e120 bits)
+        return bool(abs(value) <= bound)  # type: ignore[arg-type]
     return abs(Fraction(exact)) <= Fraction(bound)

@@ -209,7 +209,8 @@ class _Run:
         """Whether the exact run (||th'||_2 = ``norm``) or a float form may project at this
         correction: a float form divides when the squared norm it holds, within E1 of
         ||th_float'||^2 <= ((1 + R)(||th'|| + D1))^2, exceeds 1 (SPEC 15.5)."""
-        return (1 + self.R) ** 2 * (norm + D1) ** 2 + E1 > 1
+        grown = (1 + self.R) * (norm + D1)  # products: ** raises OverflowError, * gives inf
+        return grown * grown + E1 > 1
 
     def scale_error(self, E1: float) -> float:
         """R after a correction: a form that divides by sqrt of a squared norm off by at
@@ -241,6 +242,11 @@ class _Primal(_Run):
         self.Q = np.zeros((self.n, self.n))  # p > 2: the error ellipsoid (SPEC 15.5)
         self.xhat_cache: dict[int, list[Any]] = {}
         self.m = int(math.ceil((float(self.p) + 2) * (self.n + 8))) + 8
+        # p = 2: a dual form normalises by sqrt(k(x, x)), x.x in float64, which overflows for
+        # a row beyond float64's squared range (its x^.x^ is then inf/inf); SPEC 15.5
+        self.overflows = [self.p == 2 and not sum(float(v) * float(v) for v in row) < math.inf
+                          for row in self.rows]
+        self.support_overflows = False
 
     def xhat(self, j: int) -> list[Any]:
         if j not in self.xhat_cache:
@@ -268,6 +274,8 @@ class _Primal(_Run):
             err = self._rounding(xa) + 2 * self.lipschitz_w() * self.state_error() * x2
             if not err and score:
                 err = score_error_bound(self.m, SMALLEST_SUBNORMAL)
+            if self.support_overflows or self.overflows[j]:
+                err = math.inf  # a dual form's x^_i.x^_j is not a number: undecidable
         own = self.own_error(sum((abs(a * b) for a, b in zip(self.w, xh)), self.ctx.mpf(0))
                              + self._state_magnitude(xh))
         thr, thr_err = self.threshold()
@@ -316,6 +324,7 @@ class _Primal(_Run):
         self.asum = (self.asum + eta_f) / Nf
         self.w = link_inverse(self.theta, p, ctx)
         self.support.add(j)
+        self.support_overflows = self.support_overflows or self.overflows[j]
         self.k += 1
         self.K += 1
         if not (self.state_error() <= LOST * max(new2, 1e-300)):

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
+import mpmath
+
 from ..errors import DataError, ParamError
 from ..kernels import Kernel
-from ..numbers import number_context, to_fraction
+from ..numbers import is_mpf, number_context, to_fraction
 from ..params import Param
 from ..rounding import SMALLEST_SUBNORMAL
 from ..trace import Trace
@@ -198,6 +200,8 @@ def _shadows(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any]
         return None
     if not forms or trace.scores is None:
         return None
+    if any(_beyond_float_range(v) for v in [*trace.scores, *(tested or [])]):
+        return None
     exact = [_exact(s) for s in trace.scores]
     exact_tested = [None if v is None else _exact(v) for v in tested or []]
     worst = [0.0] * len(exact)
@@ -221,6 +225,21 @@ def _shadows(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any]
         if tested is not None:
             _largest(worst_tested, shadow_tested, exact_tested)
     return worst, worst_tested
+
+
+#: Beyond 2^+-FLOAT_RANGE_BITS an exact score is far outside float64's range (2^-1074 ..
+#: 2^1024): a shadow run's error there says nothing the stated rule does not.
+FLOAT_RANGE_BITS = 1100
+
+
+def _beyond_float_range(value: Any) -> bool:
+    """Whether ``value`` is an mpmath number (a Gaussian kernel's score) of magnitude beyond
+    2^+-FLOAT_RANGE_BITS.  Such a number, exp(-gamma ||x - z||^2) of far-apart rows for
+    one, is a dyadic rational of as many bits as its exponent: the shadow runs' exact
+    comparison would build it (gigabytes at |x| = 1e60), so the stated rule decides."""
+    if not is_mpf(value) or not value:
+        return False
+    return abs(int(mpmath.mag(value))) > FLOAT_RANGE_BITS
 
 
 def _largest(worst: list[float], values: list[float], exact: list[Any]) -> None:

@@ -49,7 +49,7 @@ from ..errors import ParamError
 from ..kernels import Kernel
 from ..numbers import current_precision, number_context, precision
 from ..params import Param
-from ..rounding import ANY_STATE
+from ..rounding import ANY_STATE, float_or_inf
 from ..trace import Trace
 from .common import Gram, shadow_errors, shadow_test_errors, sharpen
 from .maximum_margin_errors import NEAR_SINGULAR, StepError, clamped_float, finite, norm_error
@@ -336,7 +336,7 @@ class ShadowNotes:
 def near_singular(vv: Any, zz: Any, vz: Any, zz_scale: float) -> bool:
     """Whether the exact update's problem is so ill-conditioned that a float64 form's
     solution may be anything (``SHADOW_SINGULAR``; ||z||^2 tiny against its terms)."""
-    if float(zz) <= NEAR_SINGULAR * zz_scale:
+    if float_or_inf(zz) <= NEAR_SINGULAR * zz_scale:
         return True
     P = vv * zz
     return P != 0 and float((P - vz * vz) / P) <= SHADOW_SINGULAR

@@ -34,6 +34,7 @@ from ..rounding import (
     exact_in_float64,
     magnitude_float,
     max_dyadic_exponent,
+    power_or_inf,
     score_error_bound,
 )
 from ..trace import Trace
@@ -202,11 +203,11 @@ def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any
         return False
     exponent = max(e["eta"] + e_kernel, e["eta"] + e["C"], e["b0"], e["lam"] + e_kernel,
                    e["tau"], e["eta"] + e_x)  # the last: the primal w's coordinates
-    r2 = max(sum(float(v) ** 2 for v in row) for row in rows) * (1 + 1e-12)
+    r2 = max(sum(float(v) * float(v) for v in row) for row in rows) * (1 + 1e-12)
     base = abs(float(kern.gamma)) * r2 + abs(float(kern.coef0)) if kern.name == "poly" else r2
-    if kern.name == "poly" and not exact_in_float64(e_base * kern.degree, base ** kern.degree):
+    k_max = power_or_inf(base, kern.degree) if kern.name == "poly" else r2
+    if kern.name == "poly" and not exact_in_float64(e_base * kern.degree, k_max):
         return False
-    k_max = base ** kern.degree if kern.name == "poly" else r2
     x_max = max(abs(float(v)) for row in rows for v in row)
     eta, C = float(p["eta"]), float(p["C"])
     magnitude = (abs(float(p["b0"])) + abs(eta * C) * max_updates

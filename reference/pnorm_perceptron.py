@@ -35,6 +35,7 @@ from ..params import ParamSchema
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
+    float_or_inf,
     linear_sums_exact,
     magnitude_float,
     score_error_bound,
@@ -167,7 +168,7 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         record.score(score)
         if not exact_floats:
             err = score_error_bound(ops, magnitude_float(magnitude))
-            if err and abs(float(score)) <= err:
+            if err and abs(float_or_inf(score)) <= err:
                 record.fragile.append(t)
         if label * num <= 0:
             record.mistakes.append(t)

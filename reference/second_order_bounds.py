@@ -10,7 +10,14 @@ from fractions import Fraction
 from typing import Any
 
 from ..kernels import Kernel, parse_kernel
-from ..rounding import ANY_STATE, SMALLEST_SUBNORMAL, UNIT_ROUNDOFF, magnitude_float, within
+from ..rounding import (
+    ANY_STATE,
+    SMALLEST_SUBNORMAL,
+    UNIT_ROUNDOFF,
+    float_or_inf,
+    magnitude_float,
+    within,
+)
 from ..trace import Trace
 from .common import Gram, exact_data
 from .second_order_engines import FRAGILE_FACTOR, Pinv, a_k
@@ -60,8 +67,8 @@ class FragileRule:
     def mistake(self, j: int, label: int) -> None:
         """Add the mistake on example j: ||v||^2 and tr C grow (before the state's update)."""
         gram, c = self.gram, self.gram(j, j)
-        vx = sum(self.labels[i] * float(gram(i, j)) for i in self.support)
-        self.V2 = self.V2 + 2 * label * vx + float(c)
+        vx = sum(self.labels[i] * float_or_inf(gram(i, j)) for i in self.support)
+        self.V2 = self.V2 + 2 * label * vx + float_or_inf(c)  # inf or NaN: undecidable
         self.trC += float(magnitude_float(abs(c)))
         self.support.append(j)
         self.distinct.add(j)

@@ -281,8 +281,11 @@ def test_every_registered_algorithm_is_fuzzed_by_default():
      "--strict applies to the golden cases, not to --fuzz"),
     (["--impl", "wrong_perceptrons:correct", "--fuzz-seed", "3"],
      "--fuzz-seed applies with --fuzz only"),
+    (["--impl", "wrong_perceptrons:correct", "--kernel", "poly:degree=2"],
+     "argument --kernel: invalid choice: 'poly:degree=2' (choose from 'linear', 'poly', "
+     "'rbf')"),
 ])
-def test_verify_fuzz_refuses_bad_input_in_one_line(argv, message, capsys):
+def test_verify_refuses_bad_input_in_one_line(argv, message, capsys):
     assert cli_main(["verify", *argv]) == 2
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and message in captured.err, captured.err

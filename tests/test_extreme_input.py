@@ -1,0 +1,68 @@
+"""Valid but extreme input: features near float64's largest and smallest values.
+
+The exact reference takes any finite data: its fragile rule and error bounds are floats, and
+where they overflow the trial is undecidable in float64 (an infinite bound), never a Python
+OverflowError.  Every fast form, in each engine, either agrees with the reference as the
+differential suite asks or stops with one FloatRangeError line at or after a trial the
+reference flags; no warning leaks from any of them (warnings are errors here).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from perceptron_oracle.compare import compare
+from perceptron_oracle.fast.driver import FloatRangeError
+from perceptron_oracle.long_runs import stop_excused
+from perceptron_oracle.registry import ALGORITHMS, run
+
+#: Each set is finite float64 data: rows near the top of the range (a square overflows), far
+#: apart (a Gaussian kernel's value is exp(-1e120), a dyadic rational of 1e120 bits), and at
+#: the bottom (subnormal products).
+DATA = {
+    "1.5e308": ([[1.5e308, 1.0]], [-1]),
+    "1e160": ([[1e160, 2.0], [-3.0, 1e160], [1e160, 1e160]], [1, -1, -1]),
+    "1e60": ([[1e60, 2.0], [-3.0, 1e60], [1e60, 1e60]], [1, -1, -1]),
+    "subnormal": ([[5e-324, 1.0], [1.0, 5e-324], [0.0, 0.0]], [1, -1, 1]),
+}
+KERNELS = ("linear", "poly:degree=3,coef0=1,gamma=1", "rbf:gamma=1")
+CASES = [pytest.param(name, kernel, data, id=f"{name}-{kernel.split(':')[0]}-{data}")
+         for name, algo in ALGORITHMS.items() for kernel in KERNELS
+         if kernel == "linear" or algo.kernel_forms for data in DATA]
+
+
+@pytest.mark.parametrize("algorithm, kernel, data", CASES)
+def test_extreme_but_valid_data(algorithm, kernel, data):
+    X, y = (np.array(v, dtype=float) for v in DATA[data])
+    y = y.astype(np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = run(algorithm, X, y, impl="reference", kernel=kernel, epochs=2)
+        expected.to_json()  # every exact number of the trace can be written
+        algo = ALGORITHMS[algorithm]
+        for form in algo.forms_for(kernel, {}):
+            for engine in ("numpy", "numba") if form in algo.engine_forms else (None,):
+                label = f"{form} form, engine {engine or 'its own'}"
+                try:
+                    actual = run(algorithm, X, y, impl="fast", form=form, kernel=kernel,
+                                 epochs=2, engine=engine)
+                except FloatRangeError as stop:
+                    assert "\n" not in str(stop)
+                    assert stop_excused(expected, stop), f"{label}: {stop}"
+                    continue
+                result = compare(expected, actual, X)
+                assert result.ok, f"{label}: {result.describe()}"
+
+
+@pytest.mark.parametrize("engine", ["numpy", "numba"])
+def test_an_overflow_in_the_duals_final_weights_is_named_without_a_warning(engine):
+    """The dual's final w = eta X^T (alpha y) overflows after the last score (eta = 3/2 on a
+    row of 1.5e308): FloatRangeError at the last update, and no numpy warning first."""
+    X, y = np.array([[1.5e308, 1.0]]), np.array([-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FloatRangeError, match="^trial 0 "):
+            run("perceptron", X, y, impl="fast", form="dual", eta="3/2", engine=engine)
