@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -24,15 +25,18 @@ NORMALIZED_BY_DEFAULT = ("higher_order", "pnorm_perceptron")
 _FUZZ_OPTIONS = ("fuzz_examples", "fuzz_seed", "fuzz_out")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse's own usage errors: one line, exit 2
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors as OracleInputError: ``main`` prints one line naming
+    the problem and exits 2 (the forwarded commands' parsers too)."""
+
+    def error(self, message: str) -> Any:
         raise OracleInputError(message)
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="perceptron-oracle",
+    parser = OneLineParser(prog="perceptron-oracle",
                      description="Exact reference and fast forms of perceptron-family learners.")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = commands.add_parser("run", help="run one algorithm on a data file")
     run.add_argument("algorithm")
     run.add_argument("--data", required=True,
@@ -262,6 +266,9 @@ def _golden(args: argparse.Namespace) -> int:
     directory = _golden_dir(args)
     start = time.perf_counter()
     if args.check:
+        if not (directory / "manifest.json").is_file():
+            raise OracleInputError(f"--golden {directory}: no golden files there (no "
+                                   "manifest.json) to check")
         differ = golden.check_generated(directory, log=print)
         seconds = time.perf_counter() - start
         if differ:
@@ -417,6 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OracleInputError as exc:
         print(f"perceptron-oracle: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`verify ... | head`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
+        return 1
     except OSError as exc:
         print(f"perceptron-oracle: error: {exc.filename or ''}: {exc.strerror}",
               file=sys.stderr)

@@ -160,8 +160,8 @@ def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
             try:
                 values = [float(field) for field in record]
             except ValueError:
-                if not rows and lineno == 1:
-                    continue  # a header line
+                if lineno == 1 and not any(_is_number(field) for field in record):
+                    continue  # a header line: names only (a row with a bad field is an error)
                 raise DataError(f"{path}:{lineno}: not a number in {record!r}") from None
             if width is None:
                 width = len(values)
@@ -174,6 +174,14 @@ def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"{path}: the data set is empty")
     table = np.array(rows, dtype=np.float64)
     return table[:, :-1], table[:, -1]
+
+
+def _is_number(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
 
 
 def _read_svmlight(path: str, n_features: int | None) -> tuple[sp.csr_matrix, np.ndarray]:

@@ -15,17 +15,17 @@ first N examples of each data set (quicker), ``--skip-golden`` leaves the golden
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from . import datasets, golden
+from .cli import OneLineParser
 from .compare import compare
 from .data import Dataset
 from .errors import OracleInputError
-from .registry import ALGORITHMS, run
+from .registry import ALGORITHMS, get, run
 
 #: Parameters the table runs beside an algorithm's defaults.
 EXTRA_PARAMS: dict[str, list[dict[str, Any]]] = {"pumma": [{"C": 1}]}
@@ -75,14 +75,16 @@ def golden_shares(directory: Any = None) -> dict[str, tuple[int, int, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="perceptron-oracle fragility",
-                                     description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="perceptron-oracle fragility",
+                           description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=None,
                         help="the first N examples of each data set")
     parser.add_argument("--skip-golden", action="store_true")
     parser.add_argument("--algorithm", action="append", default=None,
                         help="only this algorithm (repeatable)")
     args = parser.parse_args(argv)
+    for name in args.algorithm or []:
+        get(name)  # an unknown name is an input error, not an empty table
     runs = [r for r in RUNS if not args.algorithm or r[0] in args.algorithm]
     print("| data | algorithm | trials | mistakes | fragile | fast forms | s |")
     print("|---|---|---|---|---|---|---|")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -107,6 +109,8 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     ("1,2,1\n1,2\n", ".csv", "fields"),
     ("1 1:2\n-1 1:x\n", ".svm", "malformed"),
     ("", ".csv", "empty"),
+    ("1,2,x\n3,4,1\n", ".csv", ":1: not a number"),   # a bad first row is not a header
+    ("a,b,label\n", ".csv", "empty"),                 # a header alone is no data
 ])
 def test_bad_files_are_one_line_and_exit_2(tmp_path, capsys, content, suffix, message):
     path = tmp_path / f"bad{suffix}"
@@ -114,6 +118,45 @@ def test_bad_files_are_one_line_and_exit_2(tmp_path, capsys, content, suffix, me
     assert main(["run", "perceptron", "--data", str(path), "--impl", "fast"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and str(path) in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["peers", "--library", "foo"], "argument --library: invalid choice: 'foo'"),
+    (["fragility", "--bogus"], "unrecognized arguments: --bogus"),
+    (["fragility", "--algorithm", "bogus"], "unknown algorithm 'bogus'"),
+    (["experiment", "--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_the_forwarded_commands_refuse_bad_arguments_in_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and message in captured.err and captured.out == ""
+
+
+def test_a_csv_header_of_names_is_skipped(tmp_path):
+    from perceptron_oracle.data import load
+
+    path = tmp_path / "h.csv"
+    path.write_text("x1,x2,label\n1,2,1\n-1,0.5,-1\n")
+    dataset = load(path)
+    assert dataset.X.tolist() == [[1.0, 2.0], [-1.0, 0.5]] and dataset.y.tolist() == [1, -1]
+
+
+def test_golden_check_of_a_directory_without_golden_files_is_one_line(tmp_path, capsys):
+    assert main(["golden", "--check", "--golden", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no golden files there (no manifest.json)" in err
+
+
+@pytest.mark.skipif(shutil.which("perceptron-oracle") is None,
+                    reason="console script not on PATH (package not installed as the README says)")
+def test_a_reader_that_stops_early_gets_no_error(tmp_path):
+    """``verify ... | head -1``: the closed pipe ends the command quietly.  The reader here
+    (``true``) has gone before the first write, so every write fails."""
+    done = subprocess.run("perceptron-oracle verify --impl wrong_perceptrons:correct "
+                          "--algorithm perceptron | true", shell=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).parent)},
+                          capture_output=True, text=True)
+    assert done.stderr == ""
 
 
 def test_bad_npz_shapes(tmp_path, capsys):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from ..cli import OneLineParser
 from ..errors import OracleInputError
 from . import khardon_wachman as kw
 from .engine import Engine
@@ -526,7 +527,7 @@ EXPERIMENTS: dict[str, tuple[str, Callable[[argparse.Namespace, Engine], Output]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="perceptron-oracle experiment",
         description="Rerun a paper's experiment: the table and its reproduction checks "
                     "printed, OUT/<name>.csv written, OUT/<name>.png drawn (matplotlib).")

@@ -14,7 +14,6 @@ trace are the explanation.  ``main`` prints the report (``perceptron-oracle peer
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import pathlib
 import sys
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ..cli import OneLineParser
 from ..errors import OracleInputError
 
 LIBRARIES = ("scikit-learn", "river")
@@ -210,9 +210,9 @@ def report(golden_dir: Any = None, libraries: Sequence[str] | None = None, *,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``perceptron-oracle peers [--golden-dir DIR] [--library NAME ...]``."""
-    parser = argparse.ArgumentParser(prog="perceptron-oracle peers",
-                                     description="scikit-learn's and river's Perceptron "
-                                                 "against the golden perceptron cases")
+    parser = OneLineParser(prog="perceptron-oracle peers",
+                           description="scikit-learn's and river's Perceptron against the "
+                                       "golden perceptron cases")
     parser.add_argument("--golden-dir", default=None, help="golden set (default: shipped)")
     parser.add_argument("--library", action="append", choices=list(LIBRARIES),
                         help="only this library (repeatable)")
