@@ -415,6 +415,8 @@ def _describe(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "a list"
+    if type(value).__module__ == "numpy":  # a Python callable's arrays and scalars
+        return f"a numpy {type(value).__name__} (give Python numbers: .tolist(), int())"
     return f"a {type(value).__name__}"
 
 

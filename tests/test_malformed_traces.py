@@ -476,3 +476,19 @@ def test_golden_manifest_not_a_manifest(golden_copy, tmp_path, capsys):
     (golden_copy / "manifest.json").write_text('["perceptron.json"]')
     line = _verify_against(golden_copy, tmp_path, capsys)
     assert "manifest.json" in line and "manifest@1" in line
+
+
+def test_numpy_values_from_a_python_callable_are_named_with_the_fix():
+    """A Python implementation returning numpy arrays or scalars where the trace holds lists
+    and ints: one line naming the value and how to give Python numbers."""
+    import numpy as np
+
+    doc = {"format": trace.FORMAT, "algorithm": "perceptron", "form": "primal", "params": {},
+           "n_examples": 3, "epochs": 1, "mistakes": np.array([0, 1]), "updates": [0, 1],
+           "final": {}}
+    with pytest.raises(TraceFormatError, match=r"^mistakes: expected a list of trial "
+                       r"indices, got a numpy ndarray \(give Python numbers: \.tolist\(\)"):
+        trace.Trace.from_dict(doc)
+    doc["mistakes"] = [np.int64(0), 1]
+    with pytest.raises(TraceFormatError, match=r"^mistakes\[0\]: .* got a numpy int64 "):
+        trace.Trace.from_dict(doc)
