@@ -559,10 +559,10 @@ class _Implicit(_Model):
         rho_max = 1.0 - c if self.rule.mode == "theorem1" else c
         if self.X.shape[0] == 0:
             return True
-        if sp.issparse(self.X):
-            sums = np.asarray(abs(self.X).power(self.p).sum(axis=1))
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow: not contracting
+            if sp.issparse(self.X):
+                sums = np.asarray(abs(self.X).power(self.p).sum(axis=1))
+            else:
                 sums = _row_power_sums(self.X, self.p)
         longest = float(sums.max())
         if not math.isfinite(longest) and not sp.issparse(self.X):

@@ -57,6 +57,30 @@ def test_extreme_but_valid_data(algorithm, kernel, data):
                 assert result.ok, f"{label}: {result.describe()}"
 
 
+def test_csr_rows_whose_powers_overflow_are_valid_input():
+    """Rows of 1e300 and 1e-300 as CSR: every fast form that takes CSR X stops with one
+    FloatRangeError line where the reference flags, or agrees with it; no warning (the
+    implicit form's sums of |x|^p overflowed with a numpy warning)."""
+    import scipy.sparse as sp
+
+    X = np.array([[1e-300, 1e300], [1e300, -1e-300], [1.0, 1.0]])
+    y = np.array([1, -1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for algorithm, algo in ALGORITHMS.items():
+            expected = run(algorithm, X, y, impl="reference", epochs=3)
+            for form in algo.forms_for("linear", {}):
+                if not algo.form(form).sparse:
+                    continue
+                try:
+                    actual = run(algorithm, sp.csr_matrix(X), y, impl="fast", form=form,
+                                 epochs=3)
+                except FloatRangeError as stop:
+                    assert stop_excused(expected, stop), f"{algorithm} {form}: {stop}"
+                    continue
+                assert compare(expected, actual, X).ok, f"{algorithm} {form}"
+
+
 @pytest.mark.parametrize("engine", ["numpy", "numba"])
 def test_an_overflow_in_the_duals_final_weights_is_named_without_a_warning(engine):
     """The dual's final w = eta X^T (alpha y) overflows after the last score (eta = 3/2 on a
