@@ -7,9 +7,12 @@ the update and goes on from the next trial.  Blocks never cross an epoch boundar
 is a slice of the data (no copy, also for CSR).
 
 Block size (a fixed block loses at high update rates: IMPLEMENTING.md, "Block-ahead scoring
-at high update rates"): it follows a running
-estimate of the gap between updates, doubling after a block without an update and shrinking to
-the estimate after one, within [MIN_BLOCK, MAX_BLOCK].
+at high update rates"): it follows a running estimate of the gap between updates (the mean of
+the previous estimate and the latest gap), doubling after a block without an update and set
+to half the estimate after one, within [MIN_BLOCK, MAX_BLOCK].
+
+This is the numpy engine's path.  With numba installed, ``engine="auto"`` runs a form's
+compiled loop instead where it has one (``fast._compiled``, ``fast._numba``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,31 @@ class FloatRangeError(DataError):
     def __init__(self, message: str, trial: int | None = None):
         super().__init__(message)
         self.trial = trial   # None after pickling (the message still names it)
+
+
+def update_or_stop(model: Any, example: int, trial: int) -> None:
+    """``model.update(example)``, or ``update_failed``'s FloatRangeError when a
+    factorisation the update makes fails."""
+    try:
+        model.update(example)
+    except UPDATE_FAILURES as exc:
+        raise update_failed(trial, example, exc) from None
+
+
+#: What a float64 update raises when its matrix, positive definite in exact arithmetic, is
+#: not in float64 (the Second-Order Perceptron's a I + K with a below K's rounding): a
+#: failed Cholesky factorisation, a pivot of exactly 0.
+UPDATE_FAILURES = (np.linalg.LinAlgError, ZeroDivisionError)
+
+
+def update_failed(trial: int, example: int, exc: Exception) -> FloatRangeError:
+    """The report of an update at ``trial`` that raised one of ``UPDATE_FAILURES``.  The run
+    stops at the next trial, the first whose score needs that state."""
+    why = "a pivot of 0" if isinstance(exc, ZeroDivisionError) else str(exc)
+    return FloatRangeError(
+        f"trial {trial + 1}: the float64 state after the update at trial {trial} (example "
+        f"{example}) could not be formed ({why}); the data's or the parameters' scale is "
+        "beyond float64 for this algorithm", trial + 1)
 
 
 def float_range_error(trial: int, example: int, score: float) -> FloatRangeError:
@@ -169,7 +197,7 @@ def _run_forced(model: BlockModel, y: np.ndarray, epochs: int,
                 else:
                     take = True
                 if take:
-                    model.update(j)
+                    update_or_stop(model, j, base + j)
                     out.updates.append(base + j)
             pos = stop
     return out
@@ -201,7 +229,7 @@ def _run(model: BlockModel, y: np.ndarray, epochs: int, record_scores: bool) -> 
                 out.scores.extend(scores[:end].tolist())
             if hit >= 0:
                 trial = base + pos + hit
-                model.update(pos + hit)
+                update_or_stop(model, pos + hit, trial)
                 out.updates.append(trial)
                 gap = 0.5 * gap + 0.5 * (trial - last_update)
                 last_update = trial

@@ -46,7 +46,7 @@ from ..reference.common import check_epochs
 from ..reference.second_order import resolve_params
 from ..reference.second_order_engines import PINV_RANK_TOL, a_k
 from ..trace import Trace
-from .driver import finite_final, run_blocks
+from .driver import UPDATE_FAILURES, finite_final, run_blocks, update_failed
 from .higher_order import (
     OneBlasThread,
     Packed,
@@ -161,7 +161,7 @@ class _Primal:
 
     def _refactor(self) -> None:
         A = self._A()
-        inv = sla.cho_solve(sla.cho_factor(A), np.eye(A.shape[0]))
+        inv = sla.cho_solve(_cholesky(A), np.eye(A.shape[0]))
         self.Ainv = np.asfortranarray(0.5 * (inv + inv.T))
         self.Cp = A @ self.probe - self.a * self.probe
         self._full = None
@@ -189,12 +189,24 @@ class _Primal:
             if self.C is not None:
                 for m in trials:
                     blas.dsyr(1.0, X[m % T], a=self.C, overwrite_a=1)
-            self._after(count)
+            try:
+                self._after(count)
+            except UPDATE_FAILURES as exc:
+                raise update_failed(int(trials[-1]), int(trials[-1]) % T, exc) from None
         return t, trials, bool(bad)
 
     def final(self, support: list[int]) -> dict[str, Any]:
         return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v).tolist(),
                 "v": self.v.tolist()}
+
+
+def _cholesky(A: np.ndarray) -> Any:
+    """scipy's Cholesky factor of A, with a matrix that holds an infinity or NaN (entries
+    beyond float64's range) refused as a failed factorisation (``driver.UPDATE_FAILURES``)
+    rather than scipy's ValueError."""
+    if not np.isfinite(A).all():
+        raise np.linalg.LinAlgError("the matrix holds an infinity or NaN")
+    return sla.cho_factor(A, check_finite=False)
 
 
 class _Grow:
@@ -411,7 +423,7 @@ class _Dual:
         Xs = self.X[self.support]
         G = np.asarray(self.kernel.matrix(Xs, Xs))
         A = G + self.a * np.eye(k)
-        self.H.set_full(sla.cho_solve(sla.cho_factor(A), np.eye(k)))
+        self.H.set_full(sla.cho_solve(_cholesky(A), np.eye(k)))
         self._full = None
         self.buf[1, :k] = G @ self.buf[3, :k]
         self.buf[2, :k] = self.H.matvec(self.buf[0, :k])

@@ -67,6 +67,14 @@ def float_or_inf(value: object) -> float:
         return math.inf if value > 0 else -math.inf  # type: ignore[operator]
 
 
+def product_magnitude(exact: object, magnitude: float) -> float:
+    """|exact| x magnitude as a float (a parameter times a float magnitude, the Perceptron's
+    eta sum_i alpha_i |k(x_i, x)|), the smallest subnormal where a nonzero product falls
+    below float64's range (section 3: M is 0 only when every term is)."""
+    out = abs(float_or_inf(exact)) * magnitude
+    return out if out or not (exact and magnitude) else SMALLEST_SUBNORMAL
+
+
 def power_or_inf(base: float, exponent: int) -> float:
     """base ** exponent for a float base and an integer exponent >= 0, an infinity of the
     power's sign where Python's ``**`` raises OverflowError (its ``*`` gives the infinity)."""

@@ -44,6 +44,7 @@ from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
     UNIT_ROUNDOFF,
+    float_or_inf,
     magnitude_float,
     score_error_bound,
 )
@@ -309,13 +310,13 @@ class _Primal(_Run):
         eta_f = float(eta)
         xa = [abs(float(v)) for v in xh]
         x2 = math.sqrt(sum(b * b for b in xa))
-        th2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
+        th2 = math.sqrt(sum(float(t) * float(t) for t in self.theta))
         rs = self._rounding(xa) if self.K else 0.0
         prime = [t + eta * self.labels[j] * v for t, v in zip(self.theta, xh)]
         added = (self.n + 26) * u * eta_f * x2 + u * (th2 + eta_f * x2)   # x^'s, eta's
         self.theta, N = project(prime, p, ctx)
         Nf = float(N)
-        new2 = math.sqrt(sum(float(t) ** 2 for t in self.theta))
+        new2 = math.sqrt(sum(float(t) * float(t) for t in self.theta))
         if p == 2:
             self._carry_euclidean(prime, Nf, new2, added, eta_f, x2, th2, rs, score)
         else:
@@ -338,12 +339,12 @@ class _Primal(_Run):
         recurrence, drift E; the primal's sum of squares)."""
         D1 = self.D + added + self.R / (1 - self.R) * eta_f * x2 + 2 * u * (self.asum + eta_f)
         E1 = (self.E + 2 * eta_f * rs
-              + 8 * u * (th2 ** 2 + 2 * eta_f * abs(float(score)) + eta_f ** 2)
-              + (self.n + 8) * u * (th2 + eta_f * x2) ** 2)
+              + 8 * u * (th2 * th2 + 2 * eta_f * abs(float_or_inf(score)) + eta_f * eta_f)
+              + (self.n + 8) * u * (th2 + eta_f * x2) * (th2 + eta_f * x2))
         self.D = D1 + 2 * D1 * D1 + (self.n + 10) * u * new2 + 2 * u
-        if self.may_project(math.sqrt(sum(float(t) ** 2 for t in prime)), D1, E1):
+        if self.may_project(math.sqrt(sum(float(t) * float(t) for t in prime)), D1, E1):
             self.R = self.scale_error(E1)
-        self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+        self.E = E1 / (max(Nf, 1.0) * max(Nf, 1.0)) + 3 * u
 
     def _carry_ellipsoid(self, prime: list[Any], Nf: float, added: float,
                          new2: float) -> None:
@@ -365,7 +366,7 @@ class _Primal(_Run):
                      + float(g @ Qg) * np.outer(hat, hat)) / (Nf * Nf)
             Q = plus_ball(Q, pf * D1 * D1 + (self.n + 10) * u * new2)
         else:   # either may project or not: v / ||v||_p is within (N - 1) ||v||_2 of v
-            v2 = math.sqrt(sum(float(t) ** 2 for t in prime))
+            v2 = math.sqrt(sum(float(t) * float(t) for t in prime))
             Q = plus_ball(Q, 2 * (v2 + D1) * near + (self.n + 10) * u * new2)
         self.Q = Q
         top = scipy.linalg.eigvalsh(Q, subset_by_index=[self.n - 1, self.n - 1])[0]
@@ -446,14 +447,14 @@ class _Dual(_Run):
             self.alpha_c = {i: a / N for i, a in self.alpha_c.items()}
         self.ww = ww_prime / (N * N)
         D1 = self.D + 20 * u * eta_f + 2 * u * self.asum + self.R / (1 - self.R) * eta_f * has
-        E1 = (self.E + 2 * eta_f * rs + self.m * u * eta_f ** 2
-              + 8 * u * (float(self.ww) * Nf ** 2 + 2 * eta_f * abs(float(score))))
+        E1 = (self.E + 2 * eta_f * rs + self.m * u * eta_f * eta_f
+              + 8 * u * (float(self.ww) * Nf * Nf + 2 * eta_f * abs(float_or_inf(score))))
         self.D = D1 + 2 * u
         if self.may_project(math.sqrt(max(float(ww_prime), 0.0)), D1, E1):
             self.rho += D1 / max(Nf, 1.0) + 3 * u
             self.R = self.scale_error(E1)
         self.rho += 20 * u
-        self.E = E1 / max(Nf, 1.0) ** 2 + 3 * u
+        self.E = E1 / (max(Nf, 1.0) * max(Nf, 1.0)) + 3 * u
         self.asum = (self.asum + eta_f * has) / Nf
         self.k += 1
         self.K += 1

@@ -35,6 +35,7 @@ from ..rounding import (
     magnitude_float,
     max_dyadic_exponent,
     power_or_inf,
+    product_magnitude,
     score_error_bound,
 )
 from ..trace import Trace
@@ -120,8 +121,9 @@ def _is_fragile(margin: Any, p: dict[str, Any], gram: Gram, alpha: list[int],
     rounding of tau."""
     eta, tau = p["eta"], p["tau"]
     magnitude = (abs(p["b0"]) + abs(eta * p["C"]) * K
-                 + eta * sum(alpha[i] * gram.magnitude(i, j) for i in support)
-                 + (p["lam"] * gram.magnitude(j, j) if lam_used else 0))
+                 + product_magnitude(eta, sum(alpha[i] * gram.magnitude(i, j)
+                                              for i in support))
+                 + (product_magnitude(p["lam"], gram.magnitude(j, j)) if lam_used else 0))
     ops = (len(gram.rows[0]) + 8) * gram.kernel.depth + K + 8
     err = score_error_bound(ops, magnitude_float(magnitude))
     tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too

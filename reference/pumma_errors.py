@@ -334,7 +334,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     norm = 0.0
     if "w" in trace.final:
         w = trace.final["w"]
-        norm = sum(float(v) ** 2 for v in w) ** 0.5
+        norm = math.sqrt(sum(float(v) * float(v) for v in w))
         out["final.w"] = [bound(FALLBACK_RHO, abs(float(v)) + norm * T
                                 * max(r[d] for r in rows), T + 8, v) for d, v in enumerate(w)]
     if "alpha" in trace.final:

@@ -241,7 +241,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
                               for a in trace.final["alpha"]]
     if "w" in trace.final:
         w = trace.final["w"]
-        norm = math.sqrt(sum(float(v) ** 2 for v in w))
+        norm = math.sqrt(sum(float(v) * float(v) for v in w))
         out["final.w"] = [bound(FALLBACK_RHO, abs(float(v)) + norm * len(rows)
                                 * max(r[d] for r in rows), len(rows) + 8, v)
                           for d, v in enumerate(w)]

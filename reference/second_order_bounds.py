@@ -62,6 +62,8 @@ class FragileRule:
             return False  # s = 0 by structure (x_t outside span(X)), not by cancellation
         M = math.sqrt(magnitude_float(abs(c)) * max(self.V2, 0.0)) + k * kmag
         err = FRAGILE_FACTOR * UNIT_ROUNDOFF * ops * (k + 1) * kappa * scale * M
+        if M:  # products that underflow (section 3): a score of 1e-600 is 0 in float64
+            err += ops * (k + 1) * SMALLEST_SUBNORMAL
         return bool(err and within(s, err))
 
     def mistake(self, j: int, label: int) -> None:

@@ -18,7 +18,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from ..rounding import UNIT_ROUNDOFF, magnitude_float
+from ..errors import DataError
+from ..rounding import UNIT_ROUNDOFF, float_or_inf, magnitude_float
 from .common import Gram
 
 #: The fast forms' rank decision for the pseudoinverse: x_t counts as inside span(X) iff its
@@ -41,6 +42,11 @@ def exact_inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
     for col in range(n):
         piv = max(range(col, n), key=lambda r: abs(aug[r][col]))
         aug[col], aug[piv] = aug[piv], aug[col]
+        if not aug[col][col]:  # a I + K, a > 0: singular only at mpmath's precision
+            raise DataError(
+                "the matrix a I + K is singular at the reference's working precision "
+                f"({getattr(getattr(one, 'context', None), 'prec', '?')} bits): a is below "
+                "the resolution of the Gaussian kernel's values there; use a larger a")
         inv = one / aug[col][col]
         aug[col] = [v * inv for v in aug[col]]
         for r in range(n):
@@ -386,7 +392,7 @@ class Pinv:
         tol = PINV_RANK_TOL * cf
         if self.inside:
             return err >= tol
-        return float(self.rho) - err <= tol
+        return not float_or_inf(self.rho) - err > tol  # inf - inf: ambiguous
 
     def condition_G(self) -> float:
         """||G_B||_F ||G_B^{-1}||_F: the condition of the basis' Gram matrix."""
