@@ -46,6 +46,10 @@ CONFIGS = [
     ("pumma", {"numbers": "fraction", "delta": Fraction(1, 10)}, "linear", None),
     ("pumma", {"numbers": "fraction", "C": 1}, POLY, None),
     ("pumma", {"p": 3, "numbers": "mpmath:256"}, "linear", 256),
+    # ALMA normalises instances and takes square roots: mpmath at the scoped precision
+    ("alma", {}, "linear", 256),
+    ("alma", {"p": 3}, "linear", 256),
+    ("alma", {}, POLY, 256),
 ]
 
 
