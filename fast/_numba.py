@@ -1,10 +1,14 @@
-"""The compiled per-trial loops (numba) of the Perceptron, the p-norm Perceptron, ROMMA, PUMMA
-(any p) and the Perceptron's one-vs-rest learners, with the jitted pieces they share.
+"""The compiled per-trial loops (numba) of the Perceptron (primal, and the dual's blocks of
+kernel values), the p-norm Perceptron, ROMMA (primal and kernel dual), PUMMA (any p), the
+Perceptron's one-vs-rest learners, and the loops around in-place BLAS of HO's primal and
+implicit forms and SOP's primal, with the jitted pieces they share.
 
 What each loop computes, and why, is said by its family's front module: ``fast._compiled``
 (Perceptron, p-norm Perceptron; engine choice and the flags), ``fast._compiled_romma``,
-``fast._compiled_pumma``, ``fast._compiled_multiclass``.  This module imports numba, so it
-is imported only by those fronts, at the first compiled run (``fast._compiled.kernels``).
+``fast._compiled_pumma``, ``fast._compiled_multiclass``, ``fast.higher_order`` and
+``fast.second_order`` (``ho_primal``, ``ho_explicit_b``, ``sop_primal``).  This module imports
+numba, so it is imported only by those fronts, at the first compiled run
+(``fast._compiled.kernels``).
 
 Every function here is a module-level numba dispatcher, and a loop calls its helpers as module
 globals.  A helper passed in as a closure variable would make numba key its on-disk cache on

@@ -13,8 +13,9 @@ the result.  A trial whose exact distance to a decision threshold is within that
 *fragile*: a correct float64 implementation may take either branch there.
 
 When every input is a dyadic rational on a common grid 2^-E and every partial sum stays below
-2^53 grid steps, float64 arithmetic is exact and the bound is 0: exact ties on small-integer
-data are then decided the same way by float64 code, and are compared, not excused.
+2^52 grid steps (``exact_in_float64``), float64 sums and products are exact and the bound is 0:
+exact ties on small-integer data are then decided the same way by float64 code, and are
+compared, not excused (SPEC.md section 3 names the runs this applies to).
 """
 
 from __future__ import annotations

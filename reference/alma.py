@@ -328,7 +328,10 @@ class _Primal(_Run):
         self.support_overflows = self.support_overflows or self.overflows[j]
         self.k += 1
         self.K += 1
-        if not (self.state_error() <= LOST * max(new2, 1e-300)):
+        # Lost: the error no longer small against the state.  A state that is exactly 0 (a
+        # zero instance, or a duplicate with the other label) carries its error on to the
+        # next correction's test instead: every form holds that 0 up to the error D.
+        if new2 and not (self.state_error() <= LOST * new2):
             self.lost = True
 
     def _carry_euclidean(self, prime: list[Any], Nf: float, new2: float, added: float,

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import wrong_alma
 from perceptron_oracle import golden, verify
+from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import alma as fast
 from perceptron_oracle.properties import alma as inv
@@ -65,6 +66,20 @@ def test_zero_instance_is_a_correction_that_keeps_w():
     """x = 0 normalises to 0: score 0 (a mistake), y score <= threshold: k grows, w stays."""
     t = alma(np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([1, 1]), epochs=2, alpha=1)
     assert t.updates[:2] == [0, 1] and t.final["k"] == len(t.updates) + 1
+
+
+@pytest.mark.parametrize("first", [[0.0, 0.0, 0.0], [1.0, 2.0, 0.0]])
+def test_a_state_of_exactly_zero_is_not_a_lost_state(first):
+    """p = 2: a zero instance first (x^ = 0), or a duplicate with the other label, leaves
+    th exactly 0; its error is no reason to call the state lost (every later trial
+    fragile), and the fast forms agree on every trial after."""
+    X = np.array([first, [1.0, 2.0, 0.0], [1.0, 2.0, 0.0], [-1.0, 1.0, 2.0],
+                  [2.0, -1.0, 1.0], [0.0, 1.0, -1.0], [2.0, 4.0, 0.0], [-2.0, 0.0, 1.0]])
+    y = np.array([1, -1, 1, -1, 1, -1, 1, 1])
+    t = alma(X, y, epochs=3)
+    assert len(t.fragile) <= 2, t.fragile
+    for form in (fast.primal, fast.dual):
+        assert compare(t, form(X, y, epochs=3), X).ok
 
 
 @pytest.mark.parametrize("params, message", [({"p": 1}, "p must be >= 2"),
