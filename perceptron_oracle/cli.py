@@ -424,6 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OracleInputError as exc:
         print(f"perceptron-oracle: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("perceptron-oracle: error: out of memory (the data, or the trials x examples "
+              "of the run, beyond this machine)", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # the reader went away (`verify ... | head`): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again

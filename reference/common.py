@@ -33,6 +33,8 @@ def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
         raise DataError("data: the data set is empty")
     if len(rows) != len(labels):
         raise DataError(f"data: X has {len(rows)} rows but y has {len(labels)} labels")
+    if not isinstance(rows[0], list):
+        raise DataError("data: X must be 2-dimensional (one row of features per example)")
     width = len(rows[0])
     if width == 0:
         raise DataError("data: X has no features")
@@ -48,15 +50,20 @@ def exact_data(X: Any, y: Any) -> tuple[list[list[Fraction]], list[int]]:
         exact_rows.append([Fraction(v) for v in row])
     out_labels = []
     for i, label in enumerate(labels):
-        if isinstance(label, bool) or label not in (-1, 1):
+        if isinstance(label, (bool, complex)) or label not in (-1, 1):
             raise DataError(f"data: label {label!r} at row {i} is not -1 or +1")
         out_labels.append(int(label))
     return exact_rows, out_labels
 
 
 def check_epochs(epochs: Any) -> int:
+    """``epochs`` if it is a positive integer of at most 2^63 - 1 (the trace format's trials
+    are int64 in every language), else one ParamError line."""
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ParamError(f"epochs must be a positive integer, got {epochs!r}")
+    if epochs > 2**63 - 1:
+        raise ParamError(f"epochs must be at most 2^63 - 1 (a trial index is int64), got "
+                         f"{epochs:.3g}")
     return epochs
 
 

@@ -111,3 +111,27 @@ def test_run_leaves_its_input_alone():
     for impl, form in (("reference", None), ("fast", "primal"), ("fast", "dual")):
         run("perceptron", X, y, impl=impl, form=form, epochs=2, tau=1)
     assert np.array_equal(X, X0) and np.array_equal(y, y0)
+
+
+_X = np.array([[1.0, 2.0], [-1.0, 0.5], [0.5, -1.0]])
+_Y = np.array([1, -1, 1])
+
+
+@pytest.mark.parametrize("X, y, epochs, error, message", [
+    (np.array([1.0, 2.0, 3.0]), _Y, 1, DataError, "X must be 2-dimensional"),
+    (_X.astype(complex), _Y, 1, DataError, "X is complex|non-number"),
+    (_X, _Y.astype(complex), 1, DataError, r"y is complex|label \(1\+0j\)"),
+    (_X, _Y, 10**30, ParamError, r"epochs must be at most 2\^63 - 1"),
+], ids=["X 1-D", "X complex", "y complex", "epochs beyond int64"])
+@pytest.mark.parametrize("impl", ["reference", "fast"])
+def test_bad_input_is_one_line_in_every_implementation(X, y, epochs, error, message, impl):
+    """No traceback from deep inside, no warning, nothing silently changed (a complex X was
+    cast to its real parts with a numpy warning; a 1-D X raised TypeError in the
+    reference; 10^30 epochs ran for ever, or failed allocating)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(error, match=message) as info:
+            run("perceptron", X, y, impl=impl, epochs=epochs)
+    assert "\n" not in str(info.value)
