@@ -38,6 +38,12 @@ class FloatRangeError(DataError):
         self.trial = trial   # None after pickling (the message still names it)
 
 
+#: What a float64 update raises when its matrix, positive definite in exact arithmetic, is
+#: not in float64 (the Second-Order Perceptron's a I + K with a below K's rounding): a
+#: failed Cholesky factorisation, a pivot of exactly 0.
+UPDATE_FAILURES = (np.linalg.LinAlgError, ZeroDivisionError)
+
+
 def update_or_stop(model: Any, example: int, trial: int) -> None:
     """``model.update(example)``, or ``update_failed``'s FloatRangeError when a
     factorisation the update makes fails."""
@@ -45,12 +51,6 @@ def update_or_stop(model: Any, example: int, trial: int) -> None:
         model.update(example)
     except UPDATE_FAILURES as exc:
         raise update_failed(trial, example, exc) from None
-
-
-#: What a float64 update raises when its matrix, positive definite in exact arithmetic, is
-#: not in float64 (the Second-Order Perceptron's a I + K with a below K's rounding): a
-#: failed Cholesky factorisation, a pivot of exactly 0.
-UPDATE_FAILURES = (np.linalg.LinAlgError, ZeroDivisionError)
 
 
 def update_failed(trial: int, example: int, exc: Exception) -> FloatRangeError:

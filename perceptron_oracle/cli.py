@@ -34,8 +34,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="perceptron-oracle",
-                     description="Exact reference and fast forms of perceptron-family learners.")
+    parser = OneLineParser(prog="perceptron-oracle", description="Exact reference and fast "
+                           "forms of perceptron-family learners.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = commands.add_parser("run", help="run one algorithm on a data file")
     run.add_argument("algorithm")
