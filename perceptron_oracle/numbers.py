@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import mpmath
 
+from .errors import DataError
+
 #: Default working precision, in bits, of the mpmath parts of the reference.
 DEFAULT_PRECISION = 256
 
@@ -116,6 +118,13 @@ def to_fraction(value: object) -> Fraction:
             raise ValueError(f"not a finite number: {value!r}")
         real: Any = value
         man, exp = real.man_exp  # |value| = man * 2^exp
+        digits = int(abs(exp) * math.log10(2)) + 1  # of 2^|exp|, in p/q's numerator or q
+        if digits > MAX_EXACT_DIGITS:  # exp(-1e120): a Fraction of 1e120 bits, never made
+            raise DataError(
+                f"an exact value of about {digits:.3g} digits, more than the "
+                f"{MAX_EXACT_DIGITS:,} a trace holds: the data's scale is beyond the exact "
+                "reference here (far-apart rows under the Gaussian kernel: normalise the "
+                "instances or lower gamma)")
         exact: Fraction = Fraction(-man if real < 0 else man) * (Fraction(2) ** exp)
         return exact
     if hasattr(value, "__float__") and type(value).__module__ == "numpy":

@@ -149,3 +149,18 @@ def test_parameters_at_the_edge_of_float64(algorithm, params):
                         continue
                     result = compare(expected, actual, X)
                     assert result.ok, f"{label}: {result.describe()}"
+
+
+@pytest.mark.parametrize("algorithm", [name for name, algo in ALGORITHMS.items()
+                                       if algo.kernel_forms])
+def test_a_score_no_trace_can_hold_is_refused_at_once(algorithm):
+    """Recorded scores under the Gaussian kernel on rows 1e60 apart: exp(-1e120) as p/q has
+    about 1e120 digits (the trace format holds 100,000).  One DataError line, at once; the
+    conversion ran for ever before."""
+    from perceptron_oracle.errors import DataError
+
+    X, y = (np.array(v, dtype=float) for v in DATA["1e60"])
+    with pytest.raises(DataError, match="more than the 100,000 a trace holds") as info:
+        run(algorithm, X, y.astype(np.int64), impl="reference", kernel="rbf:gamma=1",
+            epochs=2, record_scores=True).to_json()
+    assert "\n" not in str(info.value)
