@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from perceptron_oracle.compare import compare
+from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.long_runs import stop_excused
 from perceptron_oracle.registry import ALGORITHMS, run
@@ -29,6 +30,8 @@ DATA = {
     "subnormal": ([[5e-324, 1.0], [1.0, 5e-324], [0.0, 0.0]], [1, -1, 1]),
 }
 KERNELS = ("linear", "poly:degree=3,coef0=1,gamma=1", "rbf:gamma=1")
+#: The engines a form with an engine choice runs in here (numba: when installed).
+ENGINES = ("numpy", "numba") if _compiled.available() else ("numpy",)
 CASES = [pytest.param(name, kernel, data, id=f"{name}-{kernel.split(':')[0]}-{data}")
          for name, algo in ALGORITHMS.items() for kernel in KERNELS
          if kernel == "linear" or algo.kernel_forms for data in DATA]
@@ -44,7 +47,7 @@ def test_extreme_but_valid_data(algorithm, kernel, data):
         expected.to_json()  # every exact number of the trace can be written
         algo = ALGORITHMS[algorithm]
         for form in algo.forms_for(kernel, {}):
-            for engine in ("numpy", "numba") if form in algo.engine_forms else (None,):
+            for engine in ENGINES if form in algo.engine_forms else (None,):
                 label = f"{form} form, engine {engine or 'its own'}"
                 try:
                     actual = run(algorithm, X, y, impl="fast", form=form, kernel=kernel,
@@ -81,7 +84,7 @@ def test_csr_rows_whose_powers_overflow_are_valid_input():
                 assert compare(expected, actual, X).ok, f"{algorithm} {form}"
 
 
-@pytest.mark.parametrize("engine", ["numpy", "numba"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_an_overflow_in_the_duals_final_weights_is_named_without_a_warning(engine):
     """The dual's final w = eta X^T (alpha y) overflows after the last score (eta = 3/2 on a
     row of 1.5e308): FloatRangeError at the last update, and no numpy warning first."""
@@ -139,7 +142,7 @@ def test_parameters_at_the_edge_of_float64(algorithm, params):
                 assert "\n" not in str(refusal)
                 continue
             for form in algo.forms_for(kernel, params):
-                for engine in ("numpy", "numba") if form in algo.engine_forms else (None,):
+                for engine in ENGINES if form in algo.engine_forms else (None,):
                     label = f"x{X.max():g} {kernel} {form} form, engine {engine or 'its own'}"
                     try:
                         actual = run(algorithm, X, y, impl="fast", form=form, kernel=kernel,
