@@ -43,10 +43,11 @@ def validate(X: Any, y: Any, *, where: str = "data",
     its own first pass over the data (a loop that scores every row: :func:`check_finite_rows`
     then names the entry).
     """
-    if np.iscomplexobj(X.data if sp.issparse(X) else X) or np.iscomplexobj(y):
-        # float64 would drop the imaginary parts (with a numpy warning): refused
-        raise DataError(f"{where}: {'y' if np.iscomplexobj(y) else 'X'} is complex; the "
-                        "learners take real features and labels -1 or +1")
+    complex_part = ("y" if np.iscomplexobj(y) else
+                    "X" if np.iscomplexobj(X.data if sp.issparse(X) else X) else None)
+    if complex_part:  # float64 would drop the imaginary parts (with a numpy warning)
+        raise DataError(f"{where}: {complex_part} is complex; the learners take real features "
+                        "and labels -1 or +1")
     if sp.issparse(X):
         if X.ndim != 2:
             raise DataError(f"{where}: X must be 2-dimensional")

@@ -132,6 +132,18 @@ def test_the_forwarded_commands_refuse_bad_arguments_in_one_line(argv, message, 
     assert captured.err.count("\n") == 1 and message in captured.err and captured.out == ""
 
 
+def test_running_out_of_memory_is_one_line(monkeypatch, capsys):
+    import perceptron_oracle.cli as cli
+
+    def exhausted(args):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "_run", exhausted)
+    assert main(["run", "perceptron", "--data", "builtin:separable"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("perceptron-oracle: error: out of memory")
+
+
 def test_a_csv_header_of_names_is_skipped(tmp_path):
     from perceptron_oracle.data import load
 
