@@ -88,13 +88,17 @@ def finite_final(final: dict[str, Any], updates: list[int], n_examples: int) -> 
 
 
 def _non_finite(value: Any) -> float | None:
-    """The first float in ``value`` (nested dicts and lists) that is not finite, or None.  A
-    list of numbers is summed first (a NaN or an infinity makes the sum one): a trace's
-    lists hold up to T numbers, and the item by item look runs only after such a sum."""
+    """The first float in ``value`` (nested dicts, lists and numpy arrays) that is not
+    finite, or None.  A list of numbers is summed first (a NaN or an infinity makes the sum
+    one): a trace's lists hold up to T numbers, and the item by item look runs only after
+    such a sum."""
     if isinstance(value, float):
         return None if math.isfinite(value) else value
     if isinstance(value, dict):
         return _first(map(_non_finite, value.values()))
+    if isinstance(value, np.ndarray):
+        bad = value[~np.isfinite(value)] if value.dtype.kind == "f" else value[:0]
+        return float(bad.flat[0]) if bad.size else None
     if not isinstance(value, list) or value and type(value[0]) is int:
         return None   # ints (counts, indices) are finite; lists are built by tolist()
     try:

@@ -717,16 +717,16 @@ class PerceptronOvR:
             def state(ex: np.ndarray, weights: np.ndarray, mode: str,
                       k: int = k) -> dict[str, Any]:
                 coef, bias = hyp[mode]
-                st: dict[str, Any] = {"b": float(bias[k]), "alpha": _alpha_list(ex, weights, T)}
+                st: dict[str, Any] = {"b": float(bias[k]), "alpha": _alpha(ex, weights, T)}
                 if self.kernel.is_linear:
                     w = (self.W[k] if mode == "last" and self.form == "primal"
                          else self.support_rows().T @ coef[:, k])
-                    st["w"] = np.asarray(w, dtype=np.float64).tolist()
+                    st["w"] = np.asarray(w, dtype=np.float64)
                 return st
 
             ones = np.ones(examples.shape[0], dtype=np.int64)
             final = state(examples, ones, "last")
-            final["votes"] = votes.tolist()
+            final["votes"] = votes
             final["longest_survivor"] = {
                 "index": longest, "vote": int(votes[longest]),
                 **state(examples[:longest], ones[:longest], "longest_survivor")}
@@ -748,13 +748,11 @@ def _test_rows(width: int) -> int:
     return int(min(1024, max(1, KERNEL_CACHE_BYTES // (8 * width))))
 
 
-def _alpha_list(examples: np.ndarray, weights: np.ndarray, T: int) -> list[int]:
-    """alpha as a list of T ints: sum of ``weights`` over the updates on each example
-    (``np.bincount(examples, weights, minlength=T)`` in integers), built from the support
-    only (the list of T zeros, then the support's entries)."""
-    out = [0] * T
-    for i, v in zip(examples.tolist(), weights.tolist()):
-        out[i] += v
+def _alpha(examples: np.ndarray, weights: np.ndarray, T: int) -> np.ndarray:
+    """alpha, T int64 counts: the sum of ``weights`` over the updates on each example
+    (``np.bincount(examples, weights, minlength=T)`` in integers)."""
+    out = np.zeros(T, dtype=np.int64)
+    np.add.at(out, examples, weights)
     return out
 
 

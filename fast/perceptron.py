@@ -346,14 +346,14 @@ def _final(X: Any, y: np.ndarray, updates: np.ndarray, blocked: np.ndarray, epoc
 
     def hypothesis(alpha: np.ndarray, weight: int = 1, w: Any = None) -> dict[str, Any]:
         moved = model.eta * model.C * float(alpha @ y) if model.C else 0.0  # b's updates
-        state: dict[str, Any] = {"b": weight * model.b0 + moved, "alpha": alpha.tolist()}
+        state: dict[str, Any] = {"b": weight * model.b0 + moved, "alpha": alpha}
         if kern.is_linear:
-            state["w"] = w.tolist()
+            state["w"] = w
         return state
 
     final = hypothesis(model.alpha, w=ws[2])
     final["b"] = model.b
-    final["votes"] = votes.tolist()
+    final["votes"] = votes
     final["longest_survivor"] = {
         "index": longest, "vote": int(votes[longest]), **hypothesis(ls_alpha, w=ws[0]),
     }

@@ -19,7 +19,7 @@ import mpmath
 
 from .numbers import format_exact, is_mpf, to_fraction
 from .registry import get
-from .trace import Trace
+from .trace import Trace, plain_value
 
 
 @dataclass
@@ -77,8 +77,8 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
         bounds = get(expected.algorithm).final_error_bounds(expected, X)
     problems: list[str] = []
     missing: list[str] | None = [] if partial else None
-    hidden = _votes_part_at_fragile(expected, actual, fragile)
-    exp_final, act_final = expected.final, actual.final
+    exp_final, act_final = plain_value(expected.final), plain_value(actual.final)
+    hidden = _votes_part_at_fragile(expected, exp_final, act_final, fragile)
     if hidden is not None:  # the vote statistics follow the hidden branch: not compared
         exp_final = {k: v for k, v in exp_final.items() if k not in VOTE_KEYS}
         act_final = {k: v for k, v in act_final.items() if k not in VOTE_KEYS}
@@ -94,15 +94,16 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
 VOTE_KEYS = ("votes", "longest_survivor", "averaged")
 
 
-def _votes_part_at_fragile(expected: Trace, actual: Trace, fragile: set[int]) -> int | None:
+def _votes_part_at_fragile(expected: Trace, exp_final: Any, act_final: Any,
+                           fragile: set[int]) -> int | None:
     """A branch that mistakes and updates do not show: a trial the alpha-bound blocks
     neither updates nor votes, one whose margin clears tau votes, so at a fragile trial
     (margin within rounding of tau) of an example at its bound the two forms may count
     different votes with identical updates.  Returns the first fragile trial that explains
-    ``actual``'s votes where they differ from ``expected``'s (each hypothesis's votes within
+    ``act_final``'s votes where they differ from ``exp_final``'s (each hypothesis's votes within
     the count of fragile trials in its span), or None (votes equal, or not so explained)."""
-    exp_votes = expected.final.get("votes") if isinstance(expected.final, dict) else None
-    act_votes = actual.final.get("votes") if isinstance(actual.final, dict) else None
+    exp_votes = exp_final.get("votes") if isinstance(exp_final, dict) else None
+    act_votes = act_final.get("votes") if isinstance(act_final, dict) else None
     if not isinstance(exp_votes, list) or not isinstance(act_votes, list) \
             or len(exp_votes) != len(act_votes) or exp_votes == act_votes:
         return None

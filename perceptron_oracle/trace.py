@@ -57,6 +57,7 @@ MAX_TRIALS = 2**63 - 1
 
 _REQUIRED = ("algorithm", "form", "params", "n_examples", "epochs", "mistakes", "updates",
              "final")
+_COMPARED = (*_REQUIRED, "kernel", "fragile", "scores")
 _KNOWN = frozenset(_REQUIRED) | {"format", "kernel", "fragile", "scores"}
 
 # What a value under a path may be: anything JSON holds (params, and final in a trace made
@@ -73,7 +74,10 @@ class Trace:
     i mod n_examples).  ``final`` holds the state needed to predict (per algorithm: SPEC.md).
     ``fragile`` (reference traces only) lists the trials whose decision a float64
     implementation may legitimately take the other way (SPEC.md, "Fragile trials");
-    ``scores`` (optional) holds every trial's score.  ``final_bounds`` is set by a reference
+    ``scores`` (optional) holds every trial's score.  A fast form's ``final`` holds its
+    vectors as the numpy arrays it computed (float64; int64 for counts), a reference's as
+    lists of exact numbers: :func:`plain_value` turns the former into the latter's Python
+    types, as ``to_json``, ``==`` and ``compare`` do.  ``final_bounds`` is set by a reference
     whose final-state bounds are derived during the run (ROMMA, PUMMA, ALMA): the largest
     |float - exact| per final-state path, read by its ``final_error_bounds``; it is not part
     of the trace format (a trace read from a file has none).
@@ -91,6 +95,16 @@ class Trace:
     fragile: list[int] | None = None
     scores: list[Any] | None = None
     final_bounds: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field as a dataclass compares (``final_bounds`` aside), numpy arrays in
+        ``final`` as the lists they hold."""
+        if not isinstance(other, Trace):
+            return NotImplemented
+        return all(plain_value(getattr(self, name)) == plain_value(getattr(other, name))
+                   for name in _COMPARED)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -424,6 +438,18 @@ def _clip(text: str, width: int = 40, quote: bool = True) -> str:
     """``text`` for a message, cut to about ``width`` characters."""
     short = text if len(text) <= width else text[:width] + f"... ({len(text)} characters)"
     return repr(short) if quote else short
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` with every numpy array and scalar in it (nested in dicts and lists) as the
+    Python list or number it holds (``tolist``); anything else as it is."""
+    if isinstance(value, dict):
+        return {k: plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_value(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return value.tolist()
+    return value
 
 
 def encode_value(value: Any) -> Any:

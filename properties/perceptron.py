@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..reference.perceptron import predict
-from ..trace import Trace
+from ..trace import Trace, plain_value
 from ._base import InvariantViolation
 from .strategies import Sequence
 
@@ -77,7 +77,7 @@ def check_novikoff(impl: Implementation, seq: Sequence, epochs: int = 3,
 def check_bookkeeping(trace: Trace, seq: Sequence, params: dict[str, Any]) -> None:
     """What the options imply about mistakes, updates and the dual coefficients."""
     T = len(seq.y)
-    alpha = trace.final["alpha"]
+    alpha = plain_value(trace.final["alpha"])
     _require(sum(alpha) == len(trace.updates), "sum(alpha) != number of updates")
     counts = np.bincount(np.asarray(trace.updates, dtype=np.int64) % T, minlength=T)
     _require(counts.tolist() == list(alpha), "alpha does not count each example's updates")
@@ -89,7 +89,7 @@ def check_bookkeeping(trace: Trace, seq: Sequence, params: dict[str, Any]) -> No
                  "a mistake without an update, with no alpha-bound")
     if not params.get("tau") and bound is None:
         _require(trace.updates == trace.mistakes, "updates != mistakes with tau = 0")
-    votes = trace.final["votes"]
+    votes = plain_value(trace.final["votes"])
     _require(len(votes) == len(trace.updates) + 1, "one vote per hypothesis h_0 .. h_K")
     # Khardon & Wachman's Figure 2: h_k votes on the trials in force with y score > tau, never
     # on an update nor on a mistake (a mistake that does not update was blocked by the bound)
@@ -108,7 +108,7 @@ def check_bookkeeping(trace: Trace, seq: Sequence, params: dict[str, Any]) -> No
 def check_longest_survivor(trace: Trace) -> None:
     """The longest survivor has the largest vote (the earliest on a tie), and so is the last
     hypothesis once the last has outlived every earlier one."""
-    votes = trace.final["votes"]
+    votes = plain_value(trace.final["votes"])
     index = trace.final["longest_survivor"]["index"]
     _require(votes[index] == max(votes) and index == votes.index(max(votes)),
              f"longest survivor {index} is not the earliest hypothesis with the largest vote")
@@ -121,7 +121,7 @@ def check_voted_agrees_with_last(trace: Trace, seq: Sequence, X_test: np.ndarray
     """Where the last hypothesis' vote exceeds the sum of all the others', the voted
     prediction equals the last one's (on every x the last hypothesis decides, score != 0).
     Returns how many test points the check covered (0 if the votes do not qualify)."""
-    votes = trace.final["votes"]
+    votes = plain_value(trace.final["votes"])
     if votes[-1] <= sum(votes[:-1]):
         return 0
     last = predict(trace, seq.X, seq.y, X_test, "last")

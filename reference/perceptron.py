@@ -269,13 +269,14 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
     p = PARAMS.resolve({k: v for k, v in trace.params.items()})
     eta, b0, C = p["eta"], p["b0"], p["C"]
     order = [t % len(rows) for t in trace.updates]  # the example behind each update
+    votes = [int(v) for v in trace.final["votes"]]  # Python ints, from lists or arrays
     out = []
     for x in new_rows:
         # s_k(x) = s_{k-1}(x) + eta y_u (k(x_u, x) + C): the score of every h_k, in order
         steps = [eta * labels[u] * (kern.exact(rows[u], x, ctx) + C) for u in order]
         if mode == "voted":  # Figure 2: "for i <- 1 to k", h_0 left out
             s, total = b0, 0
-            for step, vote in zip(steps, trace.final["votes"][1:]):
+            for step, vote in zip(steps, votes[1:]):
                 s += step
                 total += vote * _sign(s)
             out.append(_sign(total))
@@ -283,10 +284,10 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
         if mode == "last":
             score = b0 + sum(steps)
         elif mode == "longest_survivor":
-            score = b0 + sum(steps[:trace.final["longest_survivor"]["index"]])
+            score = b0 + sum(steps[:int(trace.final["longest_survivor"]["index"])])
         else:  # averaged: sum_k c_k s_k(x)
-            s, score = b0, trace.final["votes"][0] * b0
-            for step, vote in zip(steps, trace.final["votes"][1:]):
+            s, score = b0, votes[0] * b0
+            for step, vote in zip(steps, votes[1:]):
                 s += step
                 score += vote * s
         out.append(_sign(score))

@@ -16,7 +16,8 @@ from perceptron_oracle import data, numbers, preprocessing, rounding
 from perceptron_oracle.errors import DataError, KernelSpecError, ParamError, TraceFormatError
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.params import Param, ParamSchema
-from perceptron_oracle.trace import Trace
+from perceptron_oracle.fast import perceptron as fp
+from perceptron_oracle.trace import Trace, plain_value
 
 # -- traces ---------------------------------------------------------------------------------
 
@@ -61,6 +62,26 @@ def test_trace_writes_exact_numbers_as_strings():
     assert doc["format"] == "perceptron-oracle/trace@1"
     assert doc["params"]["eta"] == "1/3"
     assert doc["final"] == {"w": ["-7/2", "4"], "b": 0.5, "k": 3}
+
+
+def test_a_fast_forms_arrays_compare_and_write_as_the_lists_they_hold():
+    """A fast form's final holds numpy arrays (float64, int64 counts): a trace equals the
+    same trace with lists, is unequal when one number differs, and writes the same JSON."""
+    arrays = Trace("perceptron", "primal", {}, 3, 1, [0], [0],
+                   {"w": np.array([0.5, -2.0]), "alpha": np.array([1, 0, 0]), "b": 1.0,
+                    "averaged": {"w": np.array([1.5, 0.0]), "total_votes": 3}})
+    lists = Trace("perceptron", "primal", {}, 3, 1, [0], [0],
+                  {"w": [0.5, -2.0], "alpha": [1, 0, 0], "b": 1.0,
+                   "averaged": {"w": [1.5, 0.0], "total_votes": 3}})
+    assert arrays == lists and lists == arrays
+    assert plain_value(arrays.final) == lists.final
+    assert type(plain_value(arrays.final)["alpha"][0]) is int
+    assert arrays.to_json() == lists.to_json()
+    assert Trace.from_json(arrays.to_json()) == arrays
+    arrays.final["averaged"]["w"][1] = 2.0**-60
+    assert arrays != lists
+    assert fp.primal(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1])).final["w"].dtype \
+        == np.float64
 
 
 def test_trace_writes_mpf_exactly():

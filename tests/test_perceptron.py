@@ -226,7 +226,7 @@ def test_blocked_trials_do_not_vote(impl):
         b0=BLOCKED["b0"], alpha_bound=BLOCKED["alpha_bound"])
     trace = impl(X, y, epochs=epochs, **params)
     assert trace.updates == [0] and trace.mistakes == [0, 1, 2, 3]
-    assert trace.final["votes"] == [0, 0] == figure2(X, y, epochs, **params)["vote"]
+    assert list(trace.final["votes"]) == [0, 0] == figure2(X, y, epochs, **params)["vote"]
     assert trace.final["longest_survivor"]["index"] == 0
     assert trace.final["averaged"]["total_votes"] == 0
     _check_against_figure2(trace, figure2(X, y, epochs, **params))
