@@ -123,7 +123,7 @@ class _Primal(_Alma):
         self.corrected()
 
     def final(self) -> dict[str, Any]:
-        return {"w": self.w.tolist(), "k": self.k}
+        return {"w": self.w.copy(), "k": self.k}
 
 
 class _Dual(_Alma):
@@ -176,10 +176,10 @@ class _Dual(_Alma):
             for i, j in enumerate(self.support):
                 row = self.X[j].toarray().ravel() if sp.issparse(self.X) else self.X[j]
                 w += (self.a[i] * self.inv[j]) * row
-            return {"w": w.tolist(), "k": self.k}
-        alpha = [0.0] * T
+            return {"w": w, "k": self.k}
+        alpha = np.zeros(T)
         for i, j in enumerate(self.support):
-            alpha[j] = float(self.a[i])
+            alpha[j] = self.a[i]
         return {"alpha": alpha, "k": self.k}
 
 

@@ -777,17 +777,17 @@ def _final(model: _Model, form: str) -> dict[str, Any]:
     """The reference's ``final``: linear kernel ``w``, ``v``, ``rho``; other kernels
     ``support`` (the example of each mistake), ``g`` (its dual coefficient), ``rho``."""
     if isinstance(model, _Dual):
-        support = [model.support[s] for s in model.mslot[:model.k]]
+        support = np.array([model.support[s] for s in model.mslot[:model.k]], dtype=np.int64)
         if not model.linear:
-            return {"support": support, "g": model.g[:model.k].tolist(),
-                    "rho": list(model.rhos)}
+            return {"support": support, "g": model.g[:model.k].copy(),
+                    "rho": np.array(model.rhos)}
         v = np.zeros(model.X.shape[1])
-        if support:
+        if support.size:
             labels = np.bincount(model.mslot[:model.k], weights=model.my[:model.k],
                                  minlength=len(model.support))
             v = np.asarray(model.X[model.support].T @ labels, dtype=np.float64).ravel()
-        return {"w": model.w.tolist(), "v": v.tolist(), "rho": list(model.rhos)}
-    return {"w": model.w.tolist(), "v": model.v.tolist(), "rho": list(model.rhos)}
+        return {"w": model.w.copy(), "v": v, "rho": np.array(model.rhos)}
+    return {"w": model.w.copy(), "v": model.v.copy(), "rho": np.array(model.rhos)}
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,

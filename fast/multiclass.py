@@ -721,7 +721,7 @@ class PerceptronOvR:
                 if self.kernel.is_linear:
                     w = (self.W[k] if mode == "last" and self.form == "primal"
                          else self.support_rows().T @ coef[:, k])
-                    st["w"] = np.asarray(w, dtype=np.float64)
+                    st["w"] = np.array(w, dtype=np.float64)  # a copy: W goes on learning
                 return st
 
             ones = np.ones(examples.shape[0], dtype=np.int64)

@@ -78,7 +78,7 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
     return Trace(algorithm="pnorm_perceptron", form="primal", kernel=kern.spec, params=params,
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
                  updates=updates, final=finite_final(
-                     {"w": model.w.tolist(), "v": model.v.tolist()}, updates, y.shape[0]),
+                     {"w": model.w.copy(), "v": model.v.copy()}, updates, y.shape[0]),
                  scores=scores)
 
 

@@ -404,7 +404,7 @@ class _Pumma(Guarded):
         out["neg"] = self.neg if self.neg >= 0 else None
         if self.space.inv_c:
             a = self.space.coefficients()
-            out["xi"] = (a * y * self.space.inv_c).tolist()
+            out["xi"] = a * y * self.space.inv_c
         return out
 
 
@@ -492,11 +492,11 @@ class _CompiledRun:
     def trace(self) -> Trace:
         """The run's trace from state = [pos, neg, b, _, mistakes, updates, ...]."""
         pos, neg = int(self.state[0]), int(self.state[1])
-        final: dict[str, Any] = {"w": self.w.tolist(), "b": float(self.state[2]),
+        final: dict[str, Any] = {"w": self.w.copy(), "b": float(self.state[2]),
                                  "pos": pos if pos >= 0 else None,
                                  "neg": neg if neg >= 0 else None}
         if self.soft:
-            final["xi"] = (self.a * self.y * self.inv_c).tolist()
+            final["xi"] = self.a * self.y * self.inv_c
         done = self.updates[:int(self.state[5])].tolist()
         return Trace(algorithm="pumma", form=self.form, kernel=self.kern.spec,
                      params=self.params, n_examples=self.T, epochs=self.epochs,

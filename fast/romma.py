@@ -192,7 +192,7 @@ class PrimalSpace:
                 self.a[e] += lam * coef
 
     def final(self) -> dict[str, Any]:
-        return {"w": self.w.tolist()}
+        return {"w": self.w.copy()}
 
 
 class DualSpace:
@@ -579,8 +579,8 @@ class DualSpace:
             rows = self.X[self.support] if S else self.X[:0]
             with np.errstate(over="ignore", invalid="ignore"):   # finite_final reports it
                 w = rows.T @ self.coef[:S] if S else np.zeros(self.X.shape[1])
-            return {"w": np.asarray(w).ravel().tolist()}
-        return {"alpha": self.coefficients().tolist()}
+            return {"w": np.array(w, dtype=np.float64).ravel()}
+        return {"alpha": self.coefficients()}
 
 
 def pair_products(space: Any, zc: list[tuple[int, float]]) -> tuple[float, float, float]:
@@ -728,7 +728,7 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     done = updates[:int(state[3])].tolist()
     return Trace(algorithm="romma", form=form, kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
-                 updates=done, final=finite_final({"w": w.tolist()}, done, T),
+                 updates=done, final=finite_final({"w": w}, done, T),
                  scores=scores.tolist() if record_scores else None)
 
 
@@ -855,7 +855,7 @@ def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, A
     _compiled.raise_if_bad(bad, T, state[1])
     mistakes, updated, _ = _compiled.split_flags(flags)
     updates = updated.tolist()
-    alpha = store.alpha(int(state[2])).tolist()
+    alpha = store.alpha(int(state[2]))
     return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=p, n_examples=T,
                  epochs=epochs, mistakes=mistakes.tolist(),
                  updates=updates, final=finite_final({"alpha": alpha}, updates, T),

@@ -196,8 +196,8 @@ class _Primal:
         return t, trials, bool(bad)
 
     def final(self, support: list[int]) -> dict[str, Any]:
-        return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v).tolist(),
-                "v": self.v.tolist()}
+        return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v),
+                "v": self.v.copy()}
 
 
 def _cholesky(A: np.ndarray) -> Any:
@@ -435,10 +435,10 @@ class _Dual:
         if kern.is_linear:
             Xs = self.X[self.support] if self.support else None
             out["w"] = (np.asarray(Xs.T @ coef).ravel() if Xs is not None
-                        else np.zeros(self.X.shape[1])).tolist()
-            out["v"] = _v(self.X, self.y, self.support).tolist()
+                        else np.zeros(self.X.shape[1]))
+            out["v"] = _v(self.X, self.y, self.support)
         else:
-            out["alpha"] = coef.tolist()
+            out["alpha"] = coef
         return out
 
 
@@ -514,10 +514,10 @@ class _Pinv:
         if kern.is_linear:
             Xs = self.X[self.support] if self.support else None
             out["w"] = (np.asarray(Xs.T @ np.asarray(alpha)).ravel() if Xs is not None
-                        else np.zeros(self.X.shape[1])).tolist()
-            out["v"] = _v(self.X, self.y, self.support).tolist()
+                        else np.zeros(self.X.shape[1]))
+            out["v"] = _v(self.X, self.y, self.support)
         else:
-            out["alpha"] = alpha
+            out["alpha"] = np.array(alpha, dtype=np.float64)
         return out
 
 
@@ -543,7 +543,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
         else:
             result = run_blocks(model, y, epochs, record_scores)
     T = y.shape[0]
-    support = [t % T for t in result.updates]
+    support = np.array(result.updates, dtype=np.int64) % T
     final = model.final(support) if isinstance(model, _Primal) else model.final(support, kern)
     return Trace(algorithm="second_order", form=form, kernel=kern.spec, params=p,
                  n_examples=T, epochs=epochs, mistakes=result.mistakes,

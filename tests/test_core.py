@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from perceptron_oracle import data, numbers, preprocessing, rounding
 from perceptron_oracle.errors import DataError, KernelSpecError, ParamError, TraceFormatError
+from perceptron_oracle.fast import perceptron as fp
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.params import Param, ParamSchema
-from perceptron_oracle.fast import perceptron as fp
 from perceptron_oracle.trace import Trace, plain_value
 
 # -- traces ---------------------------------------------------------------------------------

@@ -419,7 +419,7 @@ def test_compiled_p4_makes_the_numpy_engines_and_the_references_mistakes(monkeyp
     assert model.B is not None and calls
     assert (calls[0] == 0) == (route == "explicit from the first trial")
     assert trace.mistakes == numpy.mistakes and trace.updates == trace.mistakes
-    assert trace.final["rho"] == numpy.final["rho"]
+    assert np.array_equal(trace.final["rho"], numpy.final["rho"])
     assert np.allclose(trace.final["w"], numpy.final["w"], rtol=1e-12, atol=1e-14)
     assert np.array_equal(trace.final["v"], numpy.final["v"])
     assert trace.mistakes == ref_ho.higher_order(X, y, epochs=2, p=4).mistakes

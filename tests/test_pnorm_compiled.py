@@ -98,4 +98,4 @@ def test_engines_agree_on_a_longer_run(p):
         assert a.mistakes == b.mistakes == b.updates and len(a.mistakes) > 100
         assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12)
         assert np.allclose(a.final["w"], b.final["w"], rtol=1e-12, atol=1e-14)
-        assert a.final["v"] == b.final["v"]
+        assert np.array_equal(a.final["v"], b.final["v"])
