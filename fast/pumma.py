@@ -400,12 +400,17 @@ class _Pumma(Guarded):
     def final(self, y: np.ndarray) -> dict[str, Any]:
         out = dict(self.space.final())
         out["b"] = self.b
-        out["pos"] = self.pos if self.pos >= 0 else None
-        out["neg"] = self.neg if self.neg >= 0 else None
+        out.update(pair_indices(self.pos, self.neg))
         if self.space.inv_c:
             a = self.space.coefficients()
             out["xi"] = a * y * self.space.inv_c
         return out
+
+
+def pair_indices(pos: int, neg: int) -> dict[str, int]:
+    """The final state's ``pos`` and ``neg`` (-1 here: none yet), each left out while the
+    run has none, as the reference does (SPEC.md 14.2.3)."""
+    return {key: index for key, index in (("pos", pos), ("neg", neg)) if index >= 0}
 
 
 def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, dict[str, Any]]:
@@ -493,8 +498,7 @@ class _CompiledRun:
         """The run's trace from state = [pos, neg, b, _, mistakes, updates, ...]."""
         pos, neg = int(self.state[0]), int(self.state[1])
         final: dict[str, Any] = {"w": self.w.copy(), "b": float(self.state[2]),
-                                 "pos": pos if pos >= 0 else None,
-                                 "neg": neg if neg >= 0 else None}
+                                 **pair_indices(pos, neg)}
         if self.soft:
             final["xi"] = self.a * self.y * self.inv_c
         done = self.updates[:int(self.state[5])].tolist()

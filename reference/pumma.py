@@ -67,7 +67,8 @@ p = 2 runs in dual coordinates w = sum_j alpha_j phi(x_j) (alpha_j signed), any 
 p > 2 runs on the primal w (linear kernel only) in mpmath.
 
 ``final``: {"w": [n] (linear kernel) or "alpha": [T] (other kernels; p = 2 only),
-            "b": number, "pos": example index or None, "neg": example index or None,
+            "b": number, "pos": example index, "neg": example index (each once the run
+            has one: a one-class run has no pos or no neg; a trace holds numbers only),
             "xi": [T] (only when C is not none)}.
 Before start-up completes, w = 0 and b = -1 or +1 as above.
 
@@ -216,7 +217,10 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                 errors.updated(st, pos, neg, case_ii, kappa, m)
                 record.updates.append(t)
                 report(t, case_ii)
-    final = dict(st.weights(rows, kern), b=pair.b, pos=pair.pos, neg=pair.neg)
+    final = dict(st.weights(rows, kern), b=pair.b)
+    for key, index in (("pos", pair.pos), ("neg", pair.neg)):
+        if index is not None:  # a one-class run has no pos or no neg: the key is left out
+            final[key] = index
     if par["C"] is not None:
         final["xi"] = st.slacks(labels)
     trace = record.trace("pumma", kern, dict(par, numbers=num.label), final)

@@ -122,8 +122,8 @@ def pumma_soft_fsum(X: np.ndarray, y: np.ndarray, epochs: int = 1, delta: float 
         updates.append(t)
     return Trace(algorithm="pumma", form="fsum", params={"delta": delta, "C": C},
                  n_examples=T, epochs=epochs, mistakes=mistakes, updates=updates,
-                 final={"w": w[::-1], "b": b, "pos": pos if pos >= 0 else None,
-                        "neg": neg if neg >= 0 else None, "xi": xi})
+                 final={"w": w[::-1], "b": b, "xi": xi,
+                        **{k: i for k, i in (("pos", pos), ("neg", neg)) if i >= 0}})
 
 
 def _agrees_up_to_flagged(X, y, epochs=1):

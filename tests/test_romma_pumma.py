@@ -20,6 +20,7 @@ from perceptron_oracle.properties import romma_pumma as inv
 from perceptron_oracle.reference.pumma import pumma
 from perceptron_oracle.reference.romma import romma
 from perceptron_oracle.registry import run
+from perceptron_oracle.trace import load_trace_file
 
 F = Fraction
 
@@ -83,7 +84,22 @@ def test_pumma_positive_first_then_plus_one_until_a_negative():
 def test_pumma_one_class_only_makes_one_update():
     tr = pumma(np.array([[1.0], [2.0]]), np.array([-1, -1]), epochs=3)
     assert tr.updates == [0] and tr.mistakes == []
-    assert tr.final == {"w": [0], "b": -1, "pos": None, "neg": 0}
+    assert tr.final == {"w": [0], "b": -1, "neg": 0}  # no positive example: no pos
+
+
+@pytest.mark.parametrize("impl", ["reference", "fast"])
+def test_a_one_class_pumma_trace_is_a_trace_file(tmp_path, impl):
+    """A run of one class has no pos: the key is left out (a trace file holds numbers
+    only), and the trace, written and read back as a file, passes against the reference."""
+    X, y = np.array([[1.0, 0.5], [2.0, -1.0], [0.5, 0.25]]), np.array([1, 1, 1])
+    for params in ({}, {"C": 1}, {"p": 3}):
+        trace = run("pumma", X, y, impl=impl, epochs=2, **params)
+        assert "neg" not in trace.final and trace.final["pos"] in (0, 1, 2)
+        path = tmp_path / "t.json"
+        path.write_text(trace.to_json())
+        again = load_trace_file(path)
+        expected = run("pumma", X, y, epochs=2, **params)
+        assert compare(expected, again, X=X).ok
 
 
 def test_pumma_identical_opposite_pair_is_infeasible_not_an_update():
