@@ -57,6 +57,12 @@ ENGINES = ("auto", "numpy", "numba")
 #: Per-trial flags written by the loops.
 MISTAKE, UPDATE, BLOCKED = 1, 2, 4
 
+#: A float64 sum of squares at or above this is exact to its rounding (a square that
+#: underflowed is off by at most 2^-1075, far below the sum's ulp of 2^-952); below it, the
+#: forms that can meet such sums (PUMMA's soft margin at a tiny C: ``fast.romma.slack_root``)
+#: sum again on scaled terms.  Fixed, as the flags: the compiled loops read it as a constant.
+TINY_SQUARES = 2.0 ** -900
+
 
 def available() -> bool:
     """True iff numba can be imported."""

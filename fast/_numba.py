@@ -35,7 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._compiled import BLOCKED, MISTAKE, UPDATE
+from ._compiled import BLOCKED, MISTAKE, TINY_SQUARES, UPDATE
 from ._compiled_multiclass import DONE, FULL_BASE
 
 
@@ -882,6 +882,37 @@ def slack_move(a: Any, held: Any, count: int, pos: int, neg: int, eta: float,
     return total
 
 
+@jit
+def slack_scaled(a: Any, held: Any, count: int, pos: int, neg: int, r: float,
+                 k: float) -> float:
+    """||k a - r (e_pos - e_neg)||^2 over the held examples, k a power of two (exact); no
+    reassociation, which could fold k a into k^2 a^2 and underflow again."""
+    total = 0.0
+    for i in range(count):
+        e = held[i]
+        v = k * a[e]
+        if e == pos:
+            v -= r
+        elif e == neg:
+            v += r
+        total += v * v
+    return total
+
+
+@jit
+def slack_over_c(a: Any, held: Any, count: int, pos: int, neg: int, r: float,
+                 inv_c: float, plain: float) -> float:
+    """||a - r (e_pos - e_neg)||^2 / C from ``plain``, that sum of squares as summed
+    (``slack_norm``, ``slack_move``): plain / C, or below ``TINY_SQUARES`` summed again as
+    ||s (a - r E)||^2 c, (s, c) = ``fast.romma.slack_root(1/C)`` (s ~ 1/sqrt(C) a power of
+    two, exact): a = C y xi is of C's size, and below C ~ 1e-154 its squares underflow where
+    the result does not (C = 1e-170: ||v~||^2 = 0, case (i) at every update)."""
+    if plain >= TINY_SQUARES:
+        return plain * inv_c
+    s = math.ldexp(1.0, math.frexp(inv_c)[1] // 2)
+    return slack_scaled(a, held, count, pos, neg, s * r, s) * (inv_c / (s * s))
+
+
 @jit(inline=True)
 def hold(e: int, held: Any, mark: Any, count: int) -> int:
     """Example e among the held examples (those whose a_e may be nonzero); the new count."""
@@ -904,7 +935,8 @@ def pumma_step(zz: float, vz: float, vv: float, w: Any, z: Any, a: Any, held: An
     r = vz / zz
     res = sparse_residual(w, z, r)
     if soft:
-        res += slack_norm(a, held, count, pos, neg, r) * inv_c
+        plain = slack_norm(a, held, count, pos, neg, r)
+        res += slack_over_c(a, held, count, pos, neg, r, inv_c, plain)
     return case_two(2.0, zz, vz, vv, res, singular)
 
 
@@ -928,7 +960,8 @@ def pumma_pair_update(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool
         return False, 0.0, vv, count
     vv, bp, bn = pair_move(X, indptr, indices, data, sparse, pos, neg, w, z, eta, lam)
     if soft:
-        vv += slack_move(a, held, count, pos, neg, eta, lam) * inv_c
+        plain = slack_move(a, held, count, pos, neg, eta, lam)
+        vv += slack_over_c(a, held, count, -1, -1, 0.0, inv_c, plain)
         bp += a[pos] * inv_c
         bn += a[neg] * inv_c
     return True, -0.5 * (bp + bn), vv, count
@@ -970,7 +1003,7 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
     inlined helper (four a trial for one that wrote the trial's record) or of a function with
     several loops (``pumma_pair_update``: six a call) and prunes them elsewhere."""
     pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
-    vv = norm2(w) + (slack_norm(a, held, count, -1, -1, 0.0) * inv_c if soft else 0.0)
+    vv = norm2(w) + (slack_over_c(a, held, count, -1, -1, 0.0, inv_c, 0.0) if soft else 0.0)
     nm, nu, bad, t = 0, 0, -1, -1
     for _ in range(epochs):
         for j in range(y.shape[0]):
@@ -1635,6 +1668,35 @@ def pnorm_pair_dots(Fz: Any, z: Any, theta: Any) -> tuple[float, float]:
 
 
 @jit
+def pnorm_parallel(z: Any, theta: Any, a: Any, held: Any, count: int, pos: int, neg: int,
+                   soft: bool, zz: float, zt: float, singular: float) -> bool:
+    """``pnorm_pair_solve``'s infeasibility test where ||theta||^2 + ||a||^2 is below
+    ``TINY_SQUARES`` (zz, zt: ||z~||^2 and z~.th~ with the slack parts): the residual form
+    of the 2-norm Gram determinant on (theta, a) times k, the power of two that brings
+    their largest entry into [1/2, 1) (exact; the test is homogeneous in them, whose
+    squares underflow where a tiny C makes them of its size: 0 <= 0, infeasible).  No
+    reassociation (k theta is not folded into k^2 theta^2)."""
+    m = 0.0
+    for i in range(theta.shape[0]):
+        m = max(m, abs(theta[i]))
+    for i in range(count if soft else 0):
+        m = max(m, abs(a[held[i]]))
+    k = math.ldexp(1.0, -math.frexp(m)[1])
+    s = k * zt / zz
+    res = 0.0
+    tt = 0.0
+    for i in range(theta.shape[0]):
+        t = k * theta[i]
+        d = t - s * z[i]
+        res += d * d
+        tt += t * t
+    if soft:
+        res += slack_scaled(a, held, count, pos, neg, s, k)
+        tt += slack_scaled(a, held, count, -1, -1, 0.0, k)
+    return zz * res <= singular * zz * tt
+
+
+@jit
 def pnorm_pair_solve(z: Any, Fz: Any, theta: Any, a: Any, held: Any, count: int, pos: int,
                      neg: int, p: float, inv_c: float, soft: bool, zz: float, zt: float,
                      consts: Any, state: Any, phi: Any) -> int:
@@ -1647,7 +1709,7 @@ def pnorm_pair_solve(z: Any, Fz: Any, theta: Any, a: Any, held: Any, count: int,
     a2 = slack_norm(a, held, count, -1, -1, 0.0) if soft else 0.0      # ||a||^2
     zs = 2.0 * inv_c if soft else 0.0                                   # ||E||^2 / C
     vs = (a[pos] - a[neg]) * inv_c if soft else 0.0                     # xi'_pos + xi'_neg
-    ss = a2 * inv_c                                                     # C ||xi'||^2
+    ss = slack_over_c(a, held, count, -1, -1, 0.0, inv_c, a2) if soft else 0.0  # C||xi'||^2
     target = state[7] + ss                                              # ||v~||^2
     state[15], state[16], state[17], state[18] = zs, vs, ss, target
     pnorm_gradient(z, p, Fz)                                            # f^{-1}(z)
@@ -1664,11 +1726,16 @@ def pnorm_pair_solve(z: Any, Fz: Any, theta: Any, a: Any, held: Any, count: int,
         zz += 2.0
         zt += a[pos] - a[neg]
     s = zt / zz      # infeasible iff (z, E) is a nonpositive multiple of (theta, a)
-    res = sparse_residual(theta, z, s)
-    if soft:
-        res += slack_norm(a, held, count, pos, neg, s)
-    if zz * res <= consts[0] * zz * (norm2(theta) + a2):
-        return 0
+    tt = norm2(theta) + a2
+    if tt < TINY_SQUARES:    # squares of a tiny C's size: the same test, scaled
+        if pnorm_parallel(z, theta, a, held, count, pos, neg, soft, zz, zt, consts[0]):
+            return 0
+    else:
+        res = sparse_residual(theta, z, s)
+        if soft:
+            res += slack_norm(a, held, count, pos, neg, s)
+        if zz * res <= consts[0] * zz * tt:
+            return 0
     x0, x1, residual = pumma_newton(z, theta, zs, vs, ss, target, alpha, p, state[8],
                                     state[9], int(consts[3]), consts[4], consts[5], phi)
     state[13], state[14] = x0, x1

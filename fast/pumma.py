@@ -39,6 +39,7 @@ from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
 from . import _compiled, _compiled_pumma
+from ._compiled import TINY_SQUARES
 from .driver import finite_final, forced_updates, run_blocks
 from .romma import (
     RESIDUAL_SINGULAR,
@@ -106,7 +107,7 @@ class PNormSpace(PrimalSpace):
         soft = self.a is not None
         zs = 2.0 * inv_c if soft else 0.0                                  # ||E||^2 / C
         vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
-        ss = float(self.a @ self.a) * inv_c if soft else 0.0              # C ||xi'||^2
+        ss = self.slack_norm2(self.a) if soft else 0.0                    # C ||xi'||^2
         target = self.tt + ss                                              # ||v~||^2
         Fz = self.f_inverse(z)
         nz = float(Fz @ z)                                                 # ||z||_p^2
@@ -120,24 +121,38 @@ class PNormSpace(PrimalSpace):
         # rounding (CASE_TIE, relative) is decided for case (i), as exact arithmetic does.
         if target == 0.0 or alpha * (float(Fz @ self.theta) + vs) >= target * (1 - CASE_TIE):
             return alpha, 0.0, alpha * z
-        # infeasible iff (z, E) is a nonpositive multiple of (theta, a): the residual form
-        # of the 2-norm Gram determinant (fast.romma.step2)
-        zz2 = float(z @ z) + (2.0 if soft else 0.0)
-        tt2 = float(self.theta @ self.theta) + (float(self.a @ self.a) if soft else 0.0)
-        zt = float(z @ self.theta) + (self.a[pos] - self.a[neg] if soft else 0.0)
-        s = zt / zz2
-        d = self.theta - s * z
-        res = float(d @ d)
-        if soft:
-            extra = self.a.copy()
-            extra[pos] -= s
-            extra[neg] += s
-            res += float(extra @ extra)
-        if zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2:
+        if self._parallel(z, pos, neg):
             return None
         if self.kernels is not None:
             return self._newton_compiled(z, zs, vs, ss, target, alpha)
         return self._newton(z, zs, vs, ss, target, alpha)
+
+    def _parallel(self, z: np.ndarray, pos: int, neg: int) -> bool:
+        """Whether (z, E) is a nonpositive multiple of (theta, a) (case (ii) infeasible,
+        reference.pumma's 2-norm Gram test), by the residual form of its determinant
+        (fast.romma.step2).  Where ||theta||^2 + ||a||^2 is below ``TINY_SQUARES`` (a soft
+        margin's tiny C makes both of C's size: at C = 1e-170 the test was 0 <= 0, an update
+        called infeasible) the test runs on (theta, a) times k, the power of two that brings
+        their largest entry into [1/2, 1): exact, and the test is homogeneous in them."""
+        soft = self.a is not None
+        theta, a = self.theta, self.a
+        tt2 = float(theta @ theta) + (float(a @ a) if soft else 0.0)
+        if tt2 < TINY_SQUARES:
+            m = max(float(np.max(np.abs(theta))), float(np.max(np.abs(a))) if soft else 0.0)
+            k = math.ldexp(1.0, -math.frexp(m)[1])
+            theta, a = theta * k, (a * k if soft else a)
+            tt2 = float(theta @ theta) + (float(a @ a) if soft else 0.0)
+        zz2 = float(z @ z) + (2.0 if soft else 0.0)
+        zt = float(z @ theta) + (a[pos] - a[neg] if soft else 0.0)
+        s = zt / zz2
+        d = theta - s * z
+        res = float(d @ d)
+        if soft:
+            extra = a.copy()
+            extra[pos] -= s
+            extra[neg] += s
+            res += float(extra @ extra)
+        return zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2
 
     def f_inverse(self, phi: np.ndarray) -> np.ndarray:
         """f^{-1}(phi) (Lemma 3), by :func:`f_inverse` or, on the numba engine, by the

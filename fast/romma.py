@@ -44,6 +44,7 @@ from ..reference.romma import PARAMS
 from ..rounding import power_or_inf
 from ..trace import Trace
 from . import _compiled
+from ._compiled import TINY_SQUARES
 from .blas_threads import OneBlasThread
 from .driver import finite_final, run_blocks
 
@@ -105,6 +106,17 @@ def _gram_pair(X: Any, e: int, f: int) -> float:
     return float(X[e] @ X[f])
 
 
+def slack_root(inv_c: float) -> tuple[float, float]:
+    """(r, c): r = 2^floor(e/2) for 1/C = m 2^e (m in [1/2, 1)), about 1/sqrt(C), and
+    c = (1/C) / r^2 in [1/2, 2), so that the soft margin's ||a||^2 / C (section 4.2:
+    a_e = C y_e xi_e, the augmented coordinates) is ||r a||^2 c, whose terms have the
+    result's size: a is of C's size, and below C ~ 1e-154 its squares underflow where
+    ||a||^2 / C does not (C = 1e-170: ||v~||^2 = 0, case (i) at every update).  r a and c
+    are exact (powers of two)."""
+    r = math.ldexp(1.0, math.frexp(inv_c)[1] // 2)
+    return r, inv_c / (r * r)
+
+
 class PrimalSpace:
     """w in R^n (linear kernel); with a soft margin also a_e, the augmented coordinates.
 
@@ -116,6 +128,16 @@ class PrimalSpace:
         self.w = np.zeros(X.shape[1])
         self.inv_c = 0.0 if C is None else 1.0 / C
         self.a = np.zeros(T) if C is not None else None
+
+    def slack_norm2(self, a: np.ndarray) -> float:
+        """||a||^2 / C for augmented coordinates a; a plain sum below ``TINY_SQUARES`` may
+        hold underflowed squares, and is summed again as :func:`slack_root` says."""
+        plain = float(a @ a)
+        if plain >= TINY_SQUARES:
+            return plain * self.inv_c
+        r, c = slack_root(self.inv_c)
+        ra = a * r
+        return float(ra @ ra) * c
 
     def block_scores(self, start: int, stop: int) -> np.ndarray:
         return self.X[start:stop] @ self.w  # X is finite: validate() checked it
@@ -160,13 +182,14 @@ class PrimalSpace:
                 extra = self.a.copy()
                 for e, ce in zc:
                     extra[e] -= s * ce
-                out += float(extra @ extra) * self.inv_c
+                out += self.slack_norm2(extra)
             return out
         return r
 
     def norm2(self) -> float:
+        """||v~||^2 = ||w||^2 + ||a||^2 / C."""
         out = float(self.w @ self.w)
-        return out + float(self.a @ self.a) * self.inv_c if self.a is not None else out
+        return out + self.slack_norm2(self.a) if self.a is not None else out
 
     def apply(self, lam: float, eta: float, zc: list[tuple[int, float]],
               after: int | None = None) -> None:

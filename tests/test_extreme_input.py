@@ -112,11 +112,7 @@ EDGE_PARAMETERS = [
     _edge("second_order", a="1e300"), _edge("romma", delta="1e-300"),
     _edge("pumma", C="1e300"), _edge("pumma", delta="999/1000"),
     _edge("alma", C="1e300"), _edge("alma", alpha="1e-300"), _edge("alma", B="1e300"),
-    _edge("pumma", C="1e-300", xfail=(
-        "PUMMA's soft margin below C = 1e-160 (1e-160 agrees, 1e-170 not): every fast form "
-        "parts from the exact run at a trial the reference does not flag (b after an "
-        "update differs by O(1)); likely cause: the fast forms hold a = C xi and sum a^2 "
-        "(then times 1/C), which underflows there, and the error model does not see it")),
+    _edge("pumma", C="1e-300"),
 ]
 SCALES = (1.0, 1e150, 1e-150)
 
@@ -152,6 +148,30 @@ def test_parameters_at_the_edge_of_float64(algorithm, params):
                         continue
                     result = compare(expected, actual, X)
                     assert result.ok, f"{label}: {result.describe()}"
+
+
+@pytest.mark.parametrize("C", ["1e-170", "1e-300"])
+def test_pummas_soft_margin_at_a_tiny_C_follows_the_exact_run(C):
+    """The soft margin's coordinates a = C y xi are of C's size: their squares underflow
+    below C ~ 1e-154, and the fast forms took ||v~||^2 = 0 (case (i) at every update, p = 2)
+    or called case (ii) infeasible (p > 2: the Gram test 0 <= 0).  Every primal engine and
+    the dual (p = 2) make the exact run's mistakes and updates, for p = 2 and 3; for p = 2
+    the reference flags no trial (its shadow runs are the fast forms).  p = 3's reference
+    flags nearly every trial there (its near-infeasibility test compares float(D), which
+    underflows to 0), so the decisions are compared directly."""
+    rng = np.random.default_rng(1)
+    X = np.round(rng.standard_normal((12, 3)) * 4) / 4
+    y = np.where(rng.random(12) < 0.5, 1, -1)
+    for p in (2, 3):
+        expected = run("pumma", X, y, impl="reference", epochs=3, C=C, p=p)
+        assert p != 2 or not expected.fragile
+        for form in ("primal", "dual") if p == 2 else ("primal",):
+            for engine in ENGINES:
+                actual = run("pumma", X, y, impl="fast", form=form, epochs=3, C=C, p=p,
+                             engine=engine)
+                label = f"p={p} {form} {engine}"
+                assert actual.mistakes == expected.mistakes, label
+                assert actual.updates == expected.updates, label
 
 
 @pytest.mark.parametrize("algorithm", [name for name, algo in ALGORITHMS.items()
