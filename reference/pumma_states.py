@@ -237,8 +237,9 @@ class StateP:
             D = zz2 * tt2 - zt * zt
             # a float64 th may be off by the Hoelder share in every coordinate: where
             # sin^2(z, th) is within it, a float form may decide feasibility the other way
-            self.doubt = self.doubt or \
-                float(D) <= 4 * hoelder_share(p) ** 2 * float(zz2 * tt2)
+            # (compared at the context's precision: with a soft margin's tiny C, tt2 is of
+            # C^2's size and zz2 tt2 below float64's range, where 0 <= 0 doubted every update)
+            self.doubt = self.doubt or D <= 4 * hoelder_share(p) ** 2 * (zz2 * tt2)
             if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
                 return None
             if self.doubt and model is not None:

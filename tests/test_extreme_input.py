@@ -155,16 +155,16 @@ def test_pummas_soft_margin_at_a_tiny_C_follows_the_exact_run(C):
     """The soft margin's coordinates a = C y xi are of C's size: their squares underflow
     below C ~ 1e-154, and the fast forms took ||v~||^2 = 0 (case (i) at every update, p = 2)
     or called case (ii) infeasible (p > 2: the Gram test 0 <= 0).  Every primal engine and
-    the dual (p = 2) make the exact run's mistakes and updates, for p = 2 and 3; for p = 2
-    the reference flags no trial (its shadow runs are the fast forms).  p = 3's reference
-    flags nearly every trial there (its near-infeasibility test compares float(D), which
-    underflows to 0), so the decisions are compared directly."""
+    the dual (p = 2) make the exact run's mistakes and updates, for p = 2 and 3; the
+    reference flags no trial at p = 2 (its shadow runs are the fast forms) and one at p = 3
+    (its near-infeasibility test compared float(D) with float(zz2 tt2), both 0 here: 32 of
+    the 36 trials were flagged)."""
     rng = np.random.default_rng(1)
     X = np.round(rng.standard_normal((12, 3)) * 4) / 4
     y = np.where(rng.random(12) < 0.5, 1, -1)
     for p in (2, 3):
         expected = run("pumma", X, y, impl="reference", epochs=3, C=C, p=p)
-        assert p != 2 or not expected.fragile
+        assert len(expected.fragile) <= (p - 2), expected.fragile
         for form in ("primal", "dual") if p == 2 else ("primal",):
             for engine in ENGINES:
                 actual = run("pumma", X, y, impl="fast", form=form, epochs=3, C=C, p=p,
