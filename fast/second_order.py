@@ -195,7 +195,7 @@ class _Primal:
                 raise update_failed(int(trials[-1]), int(trials[-1]) % T, exc) from None
         return t, trials, bool(bad)
 
-    def final(self, support: list[int]) -> dict[str, Any]:
+    def final(self, support: np.ndarray) -> dict[str, Any]:
         return {"support": support, "w": blas.dsymv(1.0, self.Ainv, self.v),
                 "v": self.v.copy()}
 
@@ -429,7 +429,7 @@ class _Dual:
         self.buf[2, :k] = self.H.matvec(self.buf[0, :k])
         self.refactors += 1
 
-    def final(self, support: list[int], kern: Kernel) -> dict[str, Any]:
+    def final(self, support: np.ndarray, kern: Kernel) -> dict[str, Any]:
         out: dict[str, Any] = {"support": support}
         coef = self.coef.copy() if self.support else np.zeros(0)
         if kern.is_linear:
@@ -503,7 +503,7 @@ class _Pinv:
         self.Bminv.data[:r, :r] -= np.outer(z, z) / (1.0 + q)
         self.gamma = self.gamma + self.y[j] * al
 
-    def final(self, support: list[int], kern: Kernel) -> dict[str, Any]:
+    def final(self, support: np.ndarray, kern: Kernel) -> dict[str, Any]:
         coef = (self.GBinv.view @ (self.Bminv.view @ self.gamma)) if self.basis else []
         at = dict(zip(self.basis, np.asarray(coef).tolist()))
         alpha, seen = [], set()

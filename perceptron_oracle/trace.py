@@ -75,12 +75,13 @@ class Trace:
     ``fragile`` (reference traces only) lists the trials whose decision a float64
     implementation may legitimately take the other way (SPEC.md, "Fragile trials");
     ``scores`` (optional) holds every trial's score.  A fast form's ``final`` holds its
-    vectors as the numpy arrays it computed (float64; int64 for counts), a reference's as
-    lists of exact numbers: :func:`plain_value` turns the former into the latter's Python
-    types, as ``to_json``, ``==`` and ``compare`` do.  ``final_bounds`` is set by a reference
-    whose final-state bounds are derived during the run (ROMMA, PUMMA, ALMA): the largest
-    |float - exact| per final-state path, read by its ``final_error_bounds``; it is not part
-    of the trace format (a trace read from a file has none).
+    vectors as the numpy arrays it computed (float64; int64 for counts and indices), a
+    reference's as lists of exact numbers: :func:`plain_value` turns the former into the
+    latter's Python types, as ``to_json``, ``==`` and ``compare`` do.  ``final_bounds`` is
+    set by a reference whose final-state bounds are derived during the run (ROMMA, PUMMA,
+    ALMA): the largest |float - exact| per final-state path, read by its
+    ``final_error_bounds``; it is not part of the trace format (a trace read from a file has
+    none).
     """
 
     algorithm: str
