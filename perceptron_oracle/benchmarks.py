@@ -84,7 +84,6 @@ scikit-learn for the peer columns (a missing one is printed as "-").
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import math
@@ -97,6 +96,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from .cli import OneLineParser
+from .errors import OracleInputError
 
 MARGIN_RBF = "rbf:gamma=0.5"   # ROMMA's and PUMMA's kernel duals (the linear: the primal loop)
 RATES = {"0.1%": 0.0, "3%": 0.013, "25%": 0.14}  # label-noise rates giving those update rates
@@ -1075,9 +1077,9 @@ def compare(run: dict[str, Any], baseline: dict[str, Any], margin: float
     return failures, notes
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m perceptron_oracle.benchmarks",
-                                     description=__doc__.split("\n\n")[0])
+def _parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m perceptron_oracle.benchmarks",
+                           description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=float, default=1.0,
                         help="fraction of the full row counts (default 1)")
     parser.add_argument("--repeat", type=int, default=3,
@@ -1098,7 +1100,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:  # a usage error is one line, as the command line's are
+        args = _parser().parse_args(argv)
+    except OracleInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if (args.size <= 0 or args.repeat < 1 or args.margin < 1 or args.threads < 1
             or not 0 <= args.min_seconds < math.inf):
         print("error: --size must be > 0, --repeat >= 1, --margin >= 1, --threads >= 1, "

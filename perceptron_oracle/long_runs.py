@@ -25,7 +25,6 @@ One line per run; exit status 1 when any run fails.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 import time
@@ -35,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from .cli import OneLineParser
 from .compare import compare
+from .errors import OracleInputError
 from .fast.driver import FloatRangeError
 from .fast.higher_order import numba_available
 from .registry import ALGORITHMS, Algorithm
@@ -201,7 +202,7 @@ def run_setup(setup: Setup, trials: int, seed: int, forms: Sequence[str] | None,
 
 def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     out = out or sys.stdout
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m perceptron_oracle.long_runs",
         description="every fast form against the exact reference over long runs")
     parser.add_argument("--trials", type=int, default=TRIALS,
@@ -209,13 +210,18 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     parser.add_argument("--only", default=None, help="FAMILY[,FAMILY..] (default: all)")
     parser.add_argument("--forms", default=None, help="FORM[,FORM..] (default: all)")
     parser.add_argument("--seed", type=int, default=0, help="the data's seed (default 0)")
-    args = parser.parse_args(argv)
-    if args.trials < 1:
-        parser.error("--trials must be at least 1")
-    families = args.only.split(",") if args.only else list(ALGORITHMS)
-    unknown = [f for f in families if f not in ALGORITHMS]
-    if unknown:
-        parser.error(f"unknown family {', '.join(unknown)} (known: {', '.join(ALGORITHMS)})")
+    try:  # a usage error is one line, as the command line's are
+        args = parser.parse_args(argv)
+        if args.trials < 1:
+            parser.error("--trials must be at least 1")
+        families = args.only.split(",") if args.only else list(ALGORITHMS)
+        unknown = [f for f in families if f not in ALGORITHMS]
+        if unknown:
+            parser.error(f"unknown family {', '.join(unknown)} "
+                         f"(known: {', '.join(ALGORITHMS)})")
+    except OracleInputError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
     forms = args.forms.split(",") if args.forms else None
     start = time.perf_counter()
     ok = True

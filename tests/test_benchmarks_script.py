@@ -70,6 +70,8 @@ def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
     (["--only", "no such case"], "names no case"),
     (["--min-seconds", "-1"], "--min-seconds a finite number >= 0"),
     (["--min-seconds", "nan"], "--min-seconds a finite number >= 0"),
+    (["--repeat", "often"], "invalid int value: 'often'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_bad_options_get_one_line(argv, message, capsys):
     assert bench.main(argv) == 2

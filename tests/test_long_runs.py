@@ -69,9 +69,13 @@ def test_a_float_range_stop_is_accepted_only_after_a_flagged_trial():
     assert outcome.ok and "after a flagged trial" in outcome.verdict
 
 
-def test_bad_arguments_are_one_line(capsys):
-    with pytest.raises(SystemExit) as stop:
-        long_runs.main(["--only", "nonesuch"])
-    assert stop.value.code == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "unknown family nonesuch" in err
+@pytest.mark.parametrize("argv,message", [
+    (["--only", "nonesuch"], "unknown family nonesuch"),
+    (["--trials", "0"], "--trials must be at least 1"),
+    (["--trials", "many"], "invalid int value: 'many'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_arguments_are_one_line(argv, message, capsys):
+    assert long_runs.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
