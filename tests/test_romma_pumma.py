@@ -89,8 +89,9 @@ def test_pumma_one_class_only_makes_one_update():
 
 @pytest.mark.parametrize("impl", ["reference", "fast"])
 def test_a_one_class_pumma_trace_is_a_trace_file(tmp_path, impl):
-    """A run of one class has no pos: the key is left out (a trace file holds numbers
-    only), and the trace, written and read back as a file, passes against the reference."""
+    """A run of positive examples only has no neg: the key is left out (a trace file holds
+    numbers only), and the trace, written and read back as a file, passes against the
+    reference."""
     X, y = np.array([[1.0, 0.5], [2.0, -1.0], [0.5, 0.25]]), np.array([1, 1, 1])
     for params in ({}, {"C": 1}, {"p": 3}):
         trace = run("pumma", X, y, impl=impl, epochs=2, **params)
