@@ -851,17 +851,9 @@ def pair_move(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: i
 @jit
 def slack_norm(a: Any, held: Any, count: int, pos: int, neg: int, r: float) -> float:
     """||a - r (e_pos - e_neg)||^2 over the examples ``held[:count]`` (a is 0 elsewhere; the
-    pair among them); r = 0: ||a||^2."""
-    total = 0.0
-    for i in range(count):
-        e = held[i]
-        v = a[e]
-        if e == pos:
-            v -= r
-        elif e == neg:
-            v += r
-        total += v * v
-    return total
+    pair among them); r = 0: ||a||^2.  ``slack_scaled`` with k = 1 (the same floats; soft
+    margin runs time alike)."""
+    return slack_scaled(a, held, count, pos, neg, r, 1.0)
 
 
 @jit
