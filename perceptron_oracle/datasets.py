@@ -19,24 +19,36 @@ import numpy as np
 
 from .data import Dataset, validate
 from .errors import DataError
+from .preprocessing import exact_dots, normalize
+from .rounding import pnorm
 
 
-def separable(n_examples: int, n_features: int, margin: float, *, seed: int) -> Dataset:
+def separable(n_examples: int, n_features: int, margin: float, *, seed: int,
+              portable: bool = False) -> Dataset:
     """Unit-norm instances labelled by a random unit hyperplane u through the origin, keeping
-    only instances with |u.x| >= margin (so u separates the set with margin ``margin``)."""
+    only instances with |u.x| >= margin (so u separates the set with margin ``margin``).
+
+    ``portable``: the norms and dot products correctly rounded (``preprocessing.normalize``,
+    ``preprocessing.exact_dots``), so every machine draws the same doubles, as the golden
+    files need (SPEC.md, "Portable golden files"); by default numpy's (BLAS, SIMD), fast for
+    the benchmarks' large sets, whose last bits vary with the CPU."""
     rng = np.random.default_rng(seed)
     u = rng.standard_normal(n_features)
-    u /= np.linalg.norm(u)
+    u /= pnorm(u.tolist()) if portable else np.linalg.norm(u)
+    dots: Callable[[np.ndarray, np.ndarray], np.ndarray] = exact_dots if portable else np.dot
     kept: list[np.ndarray] = []
     count = 0
     while count < n_examples:
         X = rng.standard_normal((2 * n_examples, n_features))
-        X /= np.linalg.norm(X, axis=1, keepdims=True)
-        X = X[np.abs(X @ u) >= margin]
+        if portable:
+            X = normalize(X)
+        else:
+            X /= np.linalg.norm(X, axis=1, keepdims=True)
+        X = X[np.abs(dots(X, u)) >= margin]
         kept.append(X)
         count += X.shape[0]
     X = np.concatenate(kept)[:n_examples]
-    y = np.where(X @ u > 0, 1, -1)
+    y = np.where(dots(X, u) > 0, 1, -1)
     X, y = validate(X, y)
     return Dataset(X, y, f"separable(T={n_examples}, n={n_features}, margin={margin}, "
                          f"seed={seed})")

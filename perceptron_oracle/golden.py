@@ -14,17 +14,24 @@ defined in the file's ``notes``), the inputs and the reference's expected trace.
   state may lie from the exact one (rounding.py), so no tolerance is hidden in code.
 - ``manifest.json`` lists every file with its sha256; loading checks it.
 
-Generation is deterministic: seeded data, fixed ordering, one number format.
+Generation is deterministic and portable: seeded data, fixed ordering, one number format,
+and every float written computed by operations that round the same on every machine (exact
+arithmetic rounded once, correctly rounded norms, math.fsum, scalar IEEE operations; never
+BLAS or numpy's SIMD reductions: SPEC.md 8.1, "Portable golden files").
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import json
 import os
 import pathlib
+import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,6 +44,7 @@ from . import __version__, golden_cases
 from .errors import OracleInputError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .numbers import to_fraction
+from .reference.common import shadow_decisions
 from .registry import get
 from .trace import Trace, decode_value, encode_value
 
@@ -100,11 +108,25 @@ def _family_specs() -> list[FileSpec]:
 
 # -- generation ----------------------------------------------------------------------------
 
+#: The fewest binades (powers of two) by which the shadow runs' error must stand from the
+#: edge of every ``sharpen`` decision in a golden run (SPEC.md, "Portable golden files").
+GOLDEN_SHADOW_MARGIN = 2.0
+
+
 def _case_document(case_id: int, group: GroupSpec, spec: CaseSpec) -> dict[str, Any]:
     algo = get(group.algorithm)
     reference = algo.implementation("reference")
-    trace = reference(spec.X, spec.y, epochs=spec.epochs, kernel=group.kernel,
-                      record_scores=True, **group.params)
+    with shadow_decisions() as decisions:
+        trace = reference(spec.X, spec.y, epochs=spec.epochs, kernel=group.kernel,
+                          record_scores=True, **group.params)
+    close = [t for t, binades in decisions if binades < GOLDEN_SHADOW_MARGIN]
+    if close:
+        # The fragile list is the one output that float64 code (the shadow runs: BLAS,
+        # SIMD) decides; another machine could decide these trials the other way.
+        raise GoldenFileError(
+            f"case {case_id} ({spec.comment}): the fragile decision on trial(s) "
+            f"{sorted(set(close))} lies within a factor 2^{GOLDEN_SHADOW_MARGIN:g} of the "
+            "shadow runs' error, which varies with the machine: change the case")
     tolerance = algo.final_error_bounds(trace, spec.X)
     flags = set(spec.flags) | set(_observed_flags(trace, group, spec.y))
     return {
@@ -205,37 +227,133 @@ def dumps(document: Any) -> str:
     return write(document, "") + "\n"
 
 
-def generate(directory: pathlib.Path, log: Callable[[str], None] = lambda s: None) -> None:
-    """Write every golden file and the manifest into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
+def _generate_into(directory: pathlib.Path, log: Callable[[str], None]) -> list[str]:
+    """Write every golden file, then the manifest, into the existing ``directory``; each
+    file flushed to disk (fsync).  Returns the names written, the manifest last."""
     entries = []
     for spec in _family_specs():
         start = time.perf_counter()
         text = dumps(build_document(spec))
         path = directory / f"{spec.name}.json"
-        path.write_text(text, encoding="utf-8")
+        _write_synced(path, text)
         document = json.loads(text)
         entries.append({"path": path.name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
                         "numberOfCases": document["numberOfCases"]})
         log(f"{path.name}: {document['numberOfCases']} cases in "
             f"{time.perf_counter() - start:.1f} s")
     manifest = {"format": MANIFEST_FORMAT, "generatorVersion": __version__, "files": entries}
-    (directory / "manifest.json").write_text(dumps(manifest), encoding="utf-8")
+    _write_synced(directory / "manifest.json", dumps(manifest))
+    return [str(entry["path"]) for entry in entries] + ["manifest.json"]
+
+
+def _write_synced(path: pathlib.Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+#: The prefix of the temporary directories ``generate`` and ``check_generated`` make.
+TEMPORARY_PREFIX = ".golden-tmp-"
+
+
+def generate(directory: pathlib.Path, log: Callable[[str], None] = lambda s: None) -> None:
+    """Write every golden file and the manifest into ``directory``, replacing the golden
+    files there and leaving every other file alone (the package's ``conformance_data/``
+    also holds ``__init__.py``, ``README.md`` and ``schema/``).
+
+    The guarantee: an exception at any point (KeyboardInterrupt on SIGINT, the exception
+    the CLI raises on SIGTERM, a full disk) leaves ``directory`` holding either the old
+    complete set or the new complete set (every file matching the manifest's sha256), and
+    no temporary directory behind.  How: every new file is written and fsynced into a
+    temporary directory inside ``directory`` (same filesystem), removed in a ``finally``;
+    then each file is moved into place with ``os.replace`` (atomic), the manifest last,
+    while SIGINT and SIGTERM are deferred (recorded, then raised again to their own
+    handlers once the last file is in place and the temporary directory removed; from the
+    main thread) and any other exception puts the old files back.  Only a hard kill
+    (SIGKILL, power loss) inside that short commit can leave a mix, which ``load`` rejects
+    (sha256) and ``golden`` repairs.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=TEMPORARY_PREFIX, dir=directory))
+    caught: list[int] = []
+    try:
+        names = _generate_into(tmp, log)
+        with _signals_deferred(caught):
+            _commit(tmp, directory, names)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if caught:   # a signal that came during the commit, now to its own handler
+            signal.raise_signal(caught[0])
+
+
+def _commit(tmp: pathlib.Path, directory: pathlib.Path, names: list[str]) -> None:
+    """Move ``names`` from ``tmp`` into ``directory`` in order, each by one ``os.replace``
+    (a reader never finds a file missing); on an exception, put back the files replaced so
+    far (the old ones, linked or copied into ``tmp/old`` first) and remove new ones."""
+    backup = tmp / "old"
+    backup.mkdir()
+    done: list[tuple[str, bool]] = []    # (name, whether an old file was kept)
+    try:
+        for name in names:
+            target = directory / name
+            had = target.exists()
+            if had:
+                try:
+                    os.link(target, backup / name)
+                except OSError:   # a filesystem without hard links
+                    shutil.copy2(target, backup / name)
+            done.append((name, had))
+            os.replace(tmp / name, target)
+    except BaseException:
+        for name, had in reversed(done):
+            if had:
+                os.replace(backup / name, directory / name)
+            else:
+                (directory / name).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _signals_deferred(caught: list[int]) -> Iterator[None]:
+    """SIGINT and SIGTERM appended to ``caught``, not acted on, inside the block (the
+    caller raises them again, to the handlers in place before, once it has cleaned up).
+    Outside the main thread (where Python cannot set handlers) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = [signal.SIGINT, signal.SIGTERM]
+    previous = {number: signal.getsignal(number) for number in numbers}
+
+    def record(number: int, frame: Any) -> None:
+        caught.append(number)
+
+    for number in numbers:
+        signal.signal(number, record)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def check_generated(directory: pathlib.Path, log: Callable[[str], None] = lambda s: None
                     ) -> list[str]:
-    """Regenerate into a temporary directory; name every file whose bytes differ."""
-    with tempfile.TemporaryDirectory() as tmp:
-        generate(pathlib.Path(tmp), log)
+    """Regenerate into a temporary directory (removed whatever happens, an exception
+    included); name every file whose bytes differ."""
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=TEMPORARY_PREFIX))
+    try:
+        fresh_names = _generate_into(tmp, log)
         differ = []
-        for name in sorted(os.listdir(tmp)):
-            fresh = (pathlib.Path(tmp) / name).read_bytes()
+        for name in sorted(fresh_names):
+            fresh = (tmp / name).read_bytes()
             stored = directory / name
             if not stored.exists() or stored.read_bytes() != fresh:
                 differ.append(name)
-        extra = sorted(set(p.name for p in directory.glob("*.json")) - set(os.listdir(tmp)))
+        extra = sorted(set(p.name for p in directory.glob("*.json")) - set(fresh_names))
         return differ + [f"{name} (not generated)" for name in extra]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -274,12 +392,16 @@ def load(directory: pathlib.Path | None = None) -> list[Case]:
             not isinstance(manifest.get("files"), list):
         raise GoldenFileError(f"{manifest_path}: not a {MANIFEST_FORMAT} manifest")
     cases: list[Case] = []
+    listed: set[str] = set()
     for entry in manifest["files"]:
         name = entry.get("path") if isinstance(entry, dict) else None
         if not isinstance(name, str) or pathlib.PurePath(name).name != name or \
                 not name.endswith(".json"):
             raise GoldenFileError(f"{manifest_path}: a file entry must name a .json file "
                                   f"of the directory, got {entry!r:.80}")
+        if name in listed:   # its cases would be counted (and run) twice
+            raise GoldenFileError(f"{manifest_path}: lists {name} twice")
+        listed.add(name)
         path = directory / name
         if not path.is_file():
             raise GoldenFileError(f"{path}: listed in the manifest but missing")

@@ -3,6 +3,11 @@
 Data is generated from fixed seeds; every flag the reference run shows by itself (ties,
 margin-band hits, fragile trials, long runs, blocked updates) is added by the generator, the
 rest (duplicates, sparse data) is declared here.
+
+Every float of X, and every label decided by a float, comes from the seeded generator
+(scalar C code), elementwise IEEE operations, ``preprocessing.normalize`` (correctly rounded
+norms) or correctly rounded dot products (``rounding.exact_dot``): never from BLAS or a SIMD
+reduction, so every machine generates the same files (SPEC.md, "Portable golden files").
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import numpy as np
 from . import datasets, preprocessing
 from .datasets import separable, with_label_noise
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
+from .preprocessing import exact_dots
+from .rounding import pnorm
 
 Data = tuple[np.ndarray, np.ndarray]  # X, y
 
@@ -37,7 +44,7 @@ def _jittered(data: Data, seed: int) -> Data:
 
 
 def _continuous(T: int, n: int, seed: int, noise: float = 0.0, margin: float = 0.05) -> Data:
-    ds = separable(T, n, margin, seed=seed)
+    ds = separable(T, n, margin, seed=seed, portable=True)
     if noise:
         ds = with_label_noise(ds, noise, seed=seed + 1000)
     return ds.X, ds.y
@@ -57,7 +64,7 @@ def _sparse(T: int, n: int, seed: int) -> Data:
     rng = np.random.default_rng(seed)
     X = np.where(rng.random((T, n)) < 0.1, rng.integers(1, 4, size=(T, n)), 0).astype(float)
     u = rng.standard_normal(n)
-    y = np.where(X @ u > 0, 1, -1)
+    y = np.where(exact_dots(X, u) > 0, 1, -1)
     return X, y
 
 
@@ -223,9 +230,9 @@ def second_order_file() -> FileSpec:
 
     rng = np.random.default_rng(41)
     base = rng.standard_normal((3, 4))
-    nearly = (rng.integers(-2, 3, size=(30, 3)) @ base
+    nearly = (exact_dots(rng.integers(-2, 3, size=(30, 3)).astype(np.float64), base)
               + 1e-6 * rng.standard_normal((30, 4)))   # rank 3 up to 1e-6 in R^4
-    nearly_y = np.where(nearly @ rng.standard_normal(4) > 0, 1, -1)
+    nearly_y = np.where(exact_dots(nearly, rng.standard_normal(4)) > 0, 1, -1)
     subspace, rest = _jittered(_integers(10, 2, 46), 46), _jittered(_integers(10, 3, 47), 47)
     groups = [
         sop("a = 1, the basic form", {"a": 1},
@@ -243,7 +250,7 @@ def second_order_file() -> FileSpec:
             _standard_cases(45)[:2] + [
                 CaseSpec("a 2-dimensional subspace of R^3 first (jittered integer "
                          "coordinates in it), then jittered integers in R^3",
-                         np.vstack([subspace[0] @ np.array([[1.0, 0, 1], [0, 1.0, -1]]),
+                         np.vstack([exact_dots(subspace[0], np.array([[1.0, 0, 1], [0, 1.0, -1]])),
                                     rest[0]]),
                          np.concatenate([subspace[1], rest[1]]), epochs=2)]),
         sop("a = 1 with the polynomial kernel (x.z + 1)^2", {"a": 1},
@@ -271,8 +278,8 @@ def romma_pumma_file() -> FileSpec:
         rng = np.random.default_rng(seed)
         X = rng.integers(0, 5, size=(T, 4)).astype(float) / 2
         u = np.array([1.0, 1.0, 0.5, 0.5])
-        X = X[np.abs(X @ u - 2.25) > 0.2]
-        return X, np.where(X @ u > 2.25, 1, -1)
+        X = X[np.abs(exact_dots(X, u) - 2.25) > 0.2]
+        return X, np.where(exact_dots(X, u) > 2.25, 1, -1)
 
     exact = {"numbers": "fraction"}
     mp = {"numbers": "mpmath:512"}
@@ -341,8 +348,8 @@ def alma_file() -> FileSpec:
     def augmented(seed: int) -> Data:
         X, y = _continuous(30, 3, seed)
         X = X + 0.5   # an offset hyperplane: the bias coordinate matters
-        y = np.where(X @ np.array([1.0, -1.0, 0.5]) > 0.25, 1, -1)
-        R = float(np.max(np.linalg.norm(X, axis=1)))
+        y = np.where(exact_dots(X, np.array([1.0, -1.0, 0.5])) > 0.25, 1, -1)
+        R = max(pnorm(row) for row in X.tolist())
         return preprocessing.add_bias(X, -R), y
 
     def cases(seed: int, n: int = 3) -> list[CaseSpec]:

@@ -23,6 +23,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any
+
+import mpmath
 
 UNIT_ROUNDOFF = 2.0 ** -53
 #: The smallest positive float64 (subnormal, 2^-1074): a nonzero magnitude that underflowed.
@@ -142,3 +145,167 @@ def within(value: object, bound: float) -> bool:
         # Fraction of exp(-1e120) would need 1e120 bits)
         return bool(abs(value) <= bound)  # type: ignore[arg-type]
     return abs(Fraction(exact)) <= Fraction(bound)
+
+
+# -- deterministic float operations (SPEC.md, "Portable golden files") ----------------------
+#
+# Every float the golden generator writes (normalised X, final_tolerance) comes from the
+# operations below, from exact arithmetic rounded once, or from scalar IEEE operations
+# (+ - * / and math.sqrt, each correctly rounded): never from BLAS (np.dot, @,
+# np.linalg.*, scipy.linalg.*) or a numpy reduction or transcendental ufunc with SIMD paths
+# (np.sum, np.power, np.exp, np.log), whose roundings depend on the CPU, the BLAS kernel and
+# the thread count.
+
+#: The precision (bits) of the mpmath context behind ``power`` and ``largest_eigenvalue``:
+#: pure Python, so the same digits on every machine.
+DETERMINISTIC_BITS = 128
+_CTX = mpmath.MPContext()
+_CTX.prec = DETERMINISTIC_BITS
+
+
+def _ratio_float(numerator: int, exponent: int) -> float:
+    """numerator / 2^exponent correctly rounded (CPython's int / int and int -> float are),
+    an infinity where it lies beyond float64's range."""
+    try:
+        if exponent >= 0:
+            return numerator / (1 << exponent)
+        return float(numerator << -exponent)
+    except OverflowError:
+        return math.inf
+
+
+def _iroot(n: int, q: int) -> int:
+    """floor(n^(1/q)) for an integer n >= 0, q >= 2 (Newton's method from above)."""
+    if n < 2:
+        return n
+    if q == 2:
+        return math.isqrt(n)
+    x = 1 << -(-n.bit_length() // q)    # 2^ceil(bits / q) > n^(1/q)
+    while True:
+        y = ((q - 1) * x + n // x ** (q - 1)) // q
+        if y >= x:
+            return x
+        x = y
+
+
+def pnorm(values: Iterable[float], p: float = 2.0) -> float:
+    """||values||_p of floats, correctly rounded for p = inf and every integer p >= 1 (the
+    exact sum of |v|^p as one integer over 2^(p E), its p-th root to 64+ bits and a sticky
+    bit, rounded once), else the nearest double of an mpmath evaluation at
+    DETERMINISTIC_BITS bits.  The same double on every machine, unlike np.linalg.norm
+    (BLAS, SIMD reductions).  inf where the norm is beyond float64's range."""
+    mags = [abs(float(v)) for v in values if v]
+    if not mags:
+        return 0.0
+    if not all(m < math.inf for m in mags):
+        return math.inf
+    if p == math.inf:
+        return max(mags)
+    if p != int(p):
+        terms = [_CTX.mpf(m) ** _CTX.mpf(p) for m in mags]
+        return to_nearest(_CTX.fsum(terms) ** (1 / _CTX.mpf(p)))
+    q = int(p)
+    ratios = [m.as_integer_ratio() for m in mags]     # m = n / 2^k
+    top = max(d.bit_length() - 1 for _, d in ratios)
+    total = sum((n << (top - d.bit_length() + 1)) ** q for n, d in ratios)  # sum m^q 2^(q top)
+    if q == 1:
+        return _ratio_float(total, top)
+    shift = max(0, 66 - total.bit_length() // q)
+    scaled = total << (q * shift)
+    root = _iroot(scaled, q)                           # floor(norm 2^(top + shift))
+    if root ** q == scaled:
+        return _ratio_float(root, top + shift)
+    # root < exact < root + 1 with root >= 2^64: exact and root + 1/2 round alike
+    return _ratio_float(2 * root + 1, top + shift + 1)
+
+
+def exact_dot(a: Iterable[float], b: Iterable[float]) -> float:
+    """sum_i a_i b_i of floats, computed exactly and correctly rounded."""
+    total = sum((Fraction(float(x)) * Fraction(float(z)) for x, z in zip(a, b) if x and z),
+                Fraction(0))
+    return float_or_inf(total)
+
+
+def fsum(values: Iterable[float]) -> float:
+    """math.fsum (the correctly rounded sum of the floats), an infinity of its sign where
+    the sum of finite values overflows (where math.fsum raises OverflowError), and the IEEE
+    sum of the non-finite terms where there are any (nan for inf and -inf together, where
+    math.fsum raises ValueError)."""
+    terms = [float(v) for v in values]
+    special = [t for t in terms if not math.isfinite(t)]
+    if special:
+        return sum(special)
+    try:
+        return math.fsum(terms)
+    except OverflowError:
+        return math.inf if math.fsum(math.ldexp(v, -64) for v in terms) > 0 else -math.inf
+
+
+def fsum_dot(a: Iterable[float], b: Iterable[float]) -> float:
+    """sum_i fl(a_i b_i), the products rounded once each and summed correctly rounded
+    (``fsum``): deterministic, as accurate as any BLAS dot and faster than ``exact_dot``."""
+    return fsum(float(x) * float(z) for x, z in zip(a, b))
+
+
+def _rows(M: Any) -> Any:
+    """A matrix or vector (numpy array, nested lists) as nested Python lists of floats."""
+    return M.tolist() if hasattr(M, "tolist") else M
+
+
+def matmul(A: Any, B: Any) -> Any:
+    """A @ B (2-d, or a 1-d vector on either side; numpy arrays or nested lists), each
+    entry ``fsum_dot`` of a row and a column: the same doubles on every machine, as nested
+    lists (a list for a vector result, a float for two vectors).  No numpy here: the
+    reference imports this module without it."""
+    a, b = _rows(A), _rows(B)
+    left = not a or not isinstance(a[0], list)
+    right = not b or not isinstance(b[0], list)
+    rows = [a] if left else a
+    cols = [b] if right else [list(c) for c in zip(*b)]
+    out = [[fsum_dot(r, c) for c in cols] for r in rows]
+    if left and right:
+        return out[0][0]
+    if left:
+        return out[0]
+    if right:
+        return [row[0] for row in out]
+    return out
+
+
+def to_nearest(value: Any) -> float:
+    """An mpmath number as the nearest double (mpf's own float() may truncate)."""
+    return float(mpmath.libmp.to_float(value._mpf_, rnd=mpmath.libmp.round_nearest))
+
+
+def power(base: float, exponent: float) -> float:
+    """base ** exponent (base >= 0) as the nearest double of an mpmath evaluation at
+    DETERMINISTIC_BITS bits: a pure-Python result, where ``**`` and np.power call the
+    platform's libm or SIMD code (SVML on AVX-512), whose last bits vary.  inf beyond
+    float64's range."""
+    base, exponent = float(base), float(exponent)
+    if exponent == int(exponent) and abs(exponent) <= 64:
+        if base == 0 and exponent < 0:
+            return math.inf
+        return float_or_inf(Fraction(base) ** int(exponent))
+    if base == 0:
+        return 0.0 if exponent > 0 else math.inf
+    if base == math.inf:
+        return math.inf if exponent > 0 else 0.0
+    return to_nearest(_CTX.mpf(base) ** _CTX.mpf(exponent))
+
+
+def largest_eigenvalue(Q: Any) -> float:
+    """An upper bound on the largest eigenvalue of a symmetric float64 matrix (a numpy array
+    or nested lists), the same on every machine: mpmath's eigsy at DETERMINISTIC_BITS bits
+    (pure Python, unlike LAPACK's eigvalsh), plus 2^-(DETERMINISTIC_BITS - 16) times the
+    Frobenius norm for its error, rounded up.  inf for a matrix with a non-finite entry."""
+    rows = [[float(v) for v in row] for row in _rows(Q)]
+    entries = [v for row in rows for v in row]
+    if not all(math.isfinite(v) for v in entries):
+        return math.inf
+    if not any(entries):
+        return 0.0
+    eigenvalues = _CTX.eigsy(_CTX.matrix(rows), eigvals_only=True)
+    frobenius = _CTX.sqrt(_CTX.fsum(_CTX.mpf(v) ** 2 for v in entries))
+    top = max(eigenvalues) + _CTX.ldexp(frobenius, -(DETERMINISTIC_BITS - 16))
+    return float(mpmath.libmp.to_float(top._mpf_, rnd=mpmath.libmp.round_up))

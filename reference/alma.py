@@ -34,7 +34,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from ..errors import ParamError
 from ..kernels import parse_kernel
@@ -45,9 +44,14 @@ from ..rounding import (
     SMALLEST_SUBNORMAL,
     UNIT_ROUNDOFF,
     float_or_inf,
+    fsum_dot,
+    largest_eigenvalue,
     magnitude_float,
+    matmul,
+    power,
     score_error_bound,
 )
+from ..rounding import pnorm as float_pnorm
 from ..trace import Trace
 from .common import Gram, OptionalRational, TrialRecord, check_epochs, exact_data, norm_param
 
@@ -138,7 +142,7 @@ def plus_ball(Q: np.ndarray, r: float) -> np.ndarray:
     trace (a ball of radius D plus B(r) gives the ball of radius D + r)."""
     if r <= 0:
         return Q
-    s = math.sqrt(max(float(np.trace(Q)), 0.0) / Q.shape[0])
+    s = math.sqrt(max(math.fsum(np.diagonal(Q).tolist()), 0.0) / Q.shape[0])
     if s == 0:
         return r * r * np.eye(Q.shape[0])
     return (1 + r / s) * Q + (r * r + r * s) * np.eye(Q.shape[0])
@@ -263,7 +267,7 @@ class _Primal(_Run):
         if norm <= self.D:
             return math.inf
         r = min(1.0, (max(th) + self.D) / (norm - self.D))
-        return (float(self.p) - 1) * r ** (float(self.p) - 2)
+        return (float(self.p) - 1) * power(r, float(self.p) - 2)
 
     def trial(self, j: int) -> tuple[Any, float, Any, Any, float]:
         xh = self.xhat(j)
@@ -358,22 +362,28 @@ class _Primal(_Run):
         ball for the division and the second-order term p D1^2; D = sqrt(lambda_max(Q))."""
         pf, D1 = float(self.p), self.D + added
         Q = plus_ball(self.Q, added)
-        normp = sum(abs(float(t)) ** pf for t in prime) ** (1 / pf)   # ||th'||_p, to ~n u
+        # Every float below comes from deterministic operations (rounding.py: correctly
+        # rounded norms, fsum dot products, mpmath powers and eigenvalues; elementwise IEEE
+        # arithmetic), never BLAS/LAPACK or numpy's SIMD power: the bounds, written to the
+        # golden files, are the same doubles on every machine (SPEC.md, "Portable golden
+        # files").
+        normp = float_pnorm([float(t) for t in prime], pf)   # ||th'||_p, correctly rounded
         near = D1 + 4 * (self.n + 8) * u * normp        # |N_float - N| at most
         if abs(normp - 1) > near:                       # both runs project, or neither
             if Nf > 1:
                 hat = np.array([float(t) for t in self.theta])      # th'/N
-                g = np.sign(hat) * np.abs(hat) ** (pf - 1)          # grad ||.||_p at th^
-                Qg = Q @ g                                          # J Q J^T, J = (I - th^ g^T)/N
+                g = np.sign(hat) * np.array([power(abs(h), pf - 1)  # grad ||.||_p at th^
+                                             for h in hat.tolist()])
+                Qg = np.array(matmul(Q, g))                         # J Q J^T, J = (I - th^ g^T)/N
                 Q = (Q - np.outer(hat, Qg) - np.outer(Qg, hat)
-                     + float(g @ Qg) * np.outer(hat, hat)) / (Nf * Nf)
+                     + fsum_dot(g.tolist(), Qg.tolist()) * np.outer(hat, hat)) / (Nf * Nf)
             Q = plus_ball(Q, pf * D1 * D1 + (self.n + 10) * u * new2)
         else:   # either may project or not: v / ||v||_p is within (N - 1) ||v||_2 of v
             v2 = math.sqrt(sum(float(t) * float(t) for t in prime))
             Q = plus_ball(Q, 2 * (v2 + D1) * near + (self.n + 10) * u * new2)
         self.Q = Q
-        top = scipy.linalg.eigvalsh(Q, subset_by_index=[self.n - 1, self.n - 1])[0]
-        self.D = math.sqrt(max(float(top), 0.0))
+        top = math.sqrt(max(largest_eigenvalue(Q), 0.0))   # an upper bound, rounded up
+        self.D = math.nextafter(top, math.inf) if top else 0.0
 
     def final(self) -> dict[str, Any]:
         return {"w": list(self.w), "k": self.k}

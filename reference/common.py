@@ -4,6 +4,8 @@ becomes the trace, and the a-posteriori fragile rule."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from collections.abc import Iterator
 from fractions import Fraction
@@ -154,6 +156,29 @@ class Gram:
 #: How far beyond the largest error a shadow run shows a float64 form may still stray.
 SHADOW_FACTOR = 16.0
 
+#: Where ``sharpen`` reports its decisions (``shadow_decisions``): a list of
+#: (trial, log2 of the factor by which the shadow runs' error would have to change to flip
+#: the decision), or None (the default: nothing recorded).
+_DECISIONS: contextvars.ContextVar[list[tuple[int, float]] | None] = \
+    contextvars.ContextVar("shadow_decisions", default=None)
+
+
+@contextlib.contextmanager
+def shadow_decisions() -> Iterator[list[tuple[int, float]]]:
+    """Inside the block, every decision ``sharpen`` takes on the shadow runs' errors is
+    appended to the list yielded, as (trial, how many binades the error e_t would have to
+    move to flip it).  The shadow runs are float64 code (BLAS, numpy's SIMD loops): another
+    machine measures other errors, and the golden generator refuses a decision that lies
+    within GOLDEN_SHADOW_MARGIN binades of its edge (SPEC.md, "Portable golden files").
+    A tie (gap 0) and a gap within SHADOW_FACTOR 2u |margin| (kept on every machine) are
+    not recorded: they do not depend on e_t."""
+    record: list[tuple[int, float]] = []
+    token = _DECISIONS.set(record)
+    try:
+        yield record
+    finally:
+        _DECISIONS.reset(token)
+
 
 def _exact(value: Any) -> Any:
     """An exact score (Fraction, int, or mpmath mpf) as a Fraction."""
@@ -282,13 +307,27 @@ def sharpen(fragile: list[int], errors: list[float] | None, margins: list[Any],
         return fragile
     out = []
     u = 2.0 ** -53
+    record = _DECISIONS.get()
     for t in fragile:
         margin = _exact(margins[t])
-        band = SHADOW_FACTOR * max(errors[t], 2 * u * float(abs(margin)) if
-                                   abs(margin) < Fraction(1 << 1000) else math.inf)
+        floor = 2 * u * float(abs(margin)) if abs(margin) < Fraction(1 << 1000) else math.inf
+        band = SHADOW_FACTOR * max(errors[t], floor)
         for c in thresholds[t]:
             gap = abs(margin - c)
+            if record is not None and band < math.inf and gap \
+                    and gap > Fraction(SHADOW_FACTOR * floor):
+                record.append((t, _flip_binades(gap, errors[t])))
             if gap == 0 or not band < math.inf or gap <= Fraction(band):
                 out.append(t)
                 break
     return out
+
+
+def _flip_binades(gap: Any, error: float) -> float:
+    """|log2(gap / (SHADOW_FACTOR e))|: how many binades the shadow error e would have to
+    move for ``sharpen``'s decision on ``gap`` to flip (inf for e = 0: every form computed
+    that margin exactly)."""
+    if not error:
+        return math.inf
+    need = _exact(gap) / (Fraction(SHADOW_FACTOR) * Fraction(error))
+    return abs(math.log2(need.numerator) - math.log2(need.denominator))

@@ -36,8 +36,10 @@ from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
     float_or_inf,
+    fsum,
     linear_sums_exact,
     magnitude_float,
+    power,
     score_error_bound,
 )
 from ..trace import Trace
@@ -123,11 +125,8 @@ def pnorm_magnitude(theta_abs: list[float], z_abs: list[float], p: Fraction,
     q = float(p) - 1
     total = 0.0
     for t, zz in zip(theta_abs, z_abs):
-        if t and zz:
-            try:
-                total += (t ** q) * zz or SMALLEST_SUBNORMAL
-            except OverflowError:
-                return float("inf")
+        if t and zz:   # rounding.power: the same double on every machine (inf beyond range)
+            total += power(t, q) * zz or SMALLEST_SUBNORMAL
     if p == 2:
         return total
     if scale == 0 or scale == float("inf"):
@@ -224,13 +223,13 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
         return {"final.v": v_bounds, "final.w": [total] * n}
     vs = [abs(float(a)) / top for a in v]
     Vs = [a / top for a in v_abs]
-    norm_p = sum(a ** pf for a in vs)
-    scale = norm_p ** ((pf - 2) / pf) if norm_p else 0.0
-    try:
-        rel = ((pf - 2) * score_error_bound(K + 8, 1.0) * sum(a ** pf for a in Vs) / norm_p
-               if norm_p else 0.0)
-    except OverflowError:   # terms far above |v|: the normaliser may be anything
-        rel = math.inf
+    # powers by rounding.power and sums by math.fsum: the same doubles on every machine
+    # (SPEC.md, "Portable golden files"); a power beyond float64's range is inf
+    norm_p = fsum(power(a, pf) for a in vs)
+    scale = power(norm_p, (pf - 2) / pf) if norm_p else 0.0
+    total = fsum(power(a, pf) for a in Vs)   # inf for terms far above |v|: rel inf, the
+    #                                          normaliser may be anything
+    rel = ((pf - 2) * score_error_bound(K + 8, 1.0) * total / norm_p if norm_p else 0.0)
     w_bounds = []
     for i, wi in enumerate(w):
         mag = top * pnorm_magnitude([Vs[i]], [1.0], p, scale) if scale else 0.0

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..kernels import Kernel
-from ..rounding import ANY_STATE, UNIT_ROUNDOFF, score_error_bound
+from ..rounding import ANY_STATE, UNIT_ROUNDOFF, matmul, power, score_error_bound
+from ..rounding import pnorm as float_pnorm
 from ..trace import Trace
 from .alma import plus_ball
 from .maximum_margin import Numbers
@@ -34,14 +35,13 @@ def hoelder_share(p: Any) -> float:
     """(32 NEWTON_TOLERANCE)^(1/(p-1)): how far, relative to the state's scale, a float64
     Newton's w or th may sit from the exact one where the optimum is sparse (SPEC.md 14.5;
     the map phi -> w is Hoelder continuous of order 1/(p - 1) there).  A stated rule."""
-    return (32 * NEWTON_TOLERANCE) ** (1 / (float(p) - 1))
+    return power(32 * NEWTON_TOLERANCE, 1 / (float(p) - 1))
 
 
 def pnorm(values: Any, p: float) -> float:
-    """||values||_p, on values / max_i |values_i| (nothing overflows on the way)."""
-    a = np.abs(np.asarray(values, dtype=float))
-    top = float(a.max()) if a.size else 0.0
-    return top * float(np.sum((a / top) ** p)) ** (1 / p) if top > 0 else 0.0
+    """||values||_p, correctly rounded (``rounding.pnorm``: exact, nothing overflows on the
+    way, the same double on every machine)."""
+    return float_pnorm(np.asarray(values, dtype=float).ravel().tolist(), p)
 
 
 def update_jacobian(z: np.ndarray, th: np.ndarray, v: np.ndarray, w: np.ndarray,
@@ -64,19 +64,21 @@ def update_jacobian(z: np.ndarray, th: np.ndarray, v: np.ndarray, w: np.ndarray,
     s = np.zeros(phi.shape[0])
     if norm > 0:   # J is homogeneous of degree 0: on phi / ||phi||_p nothing overflows
         u = head / norm
-        s[:n] = np.sign(u) * np.abs(u) ** (p - 1)
-        diag[:n] = (p - 1) * np.abs(u) ** (p - 2)
+        s[:n] = np.sign(u) * np.array([power(abs(a), p - 1) for a in u.tolist()])
+        diag[:n] = (p - 1) * np.array([power(abs(a), p - 2) for a in u.tolist()])
     else:
         diag[:n] = 0.0
     A = np.stack([z, th])
-    As = A @ s
-    H = (A * diag) @ A.T - (p - 2) * np.outer(As, As)
+    As = np.array(matmul(A, s))
+    H = np.array(matmul(A * diag, A.T)) - (p - 2) * np.outer(As, As)
     det = H[0, 0] * H[1, 1] - H[0, 1] * H[1, 0]
     if not (np.all(np.isfinite(H)) and det > 2.0 ** -40 * abs(H[0, 0] * H[1, 1])):
         return None
     Jz = diag * z - (p - 2) * As[0] * s
     B = np.stack([-eta * Jz, 2 * (v - w) + lam * Jz])
-    K = np.linalg.solve(H, B)
+    # H^-1 B by Cramer's rule (2 x 2, det checked above): elementwise IEEE operations, the
+    # same doubles on every machine, where LAPACK's solve rounds by its BLAS kernel
+    K = np.stack([H[1, 1] * B[0] - H[0, 1] * B[1], H[0, 0] * B[1] - H[1, 0] * B[0]]) / det
     return (A, K) if np.all(np.isfinite(K)) else None
 
 
@@ -117,7 +119,7 @@ class ThetaError:
     @property
     def radius(self) -> float:
         """sqrt(tr Q) >= the ellipsoid's largest half-axis: ||th~_float - th~||_2 at most."""
-        return math.sqrt(max(float(np.trace(self.Q)), 0.0))
+        return math.sqrt(max(math.fsum(np.diagonal(self.Q).tolist()), 0.0))
 
     def restart(self, st: Any, fresh: float) -> None:
         """Case (i): phi' = lam z does not depend on th; a ball of radius fresh ||phi~'||_2
@@ -125,7 +127,7 @@ class ThetaError:
         self.grow(st.xis)
         phi = self.vector(st.link(st.w, st.q), st.xis, 1 / self.invC if self.invC else 1.0)
         with np.errstate(all="ignore"):     # a state beyond float64: Q infinite
-            Q = plus_ball(np.zeros_like(self.Q), fresh * float(np.linalg.norm(phi)))
+            Q = plus_ball(np.zeros_like(self.Q), fresh * pnorm(phi, 2.0))
         self.Q = Q if np.all(np.isfinite(Q)) else np.full_like(Q, math.inf)
 
     def carry(self, st: Any, pos: int, neg: int, kappa: float, fresh: float) -> None:
@@ -142,17 +144,17 @@ class ThetaError:
         with np.errstate(all="ignore"):     # a state beyond float64: Q infinite, rho too
             J = update_jacobian(vec(z, E), tth, vec(v, xis), vec(st.w, st.xis), tphi,
                                 clamped_float(lam), eta, self.p, self.n, self.invC)
-            D, th_norm = self.radius, float(np.linalg.norm(tth))
+            D, th_norm = self.radius, pnorm(tth, 2.0)
             if J is None:
                 Q = 4 * kappa * D * D * np.eye(self.Q.shape[0])
             else:   # (eta I + A^T K) Q (eta I + A^T K)^T, in O(dim^2)
                 A, K = J
-                KQ = K @ self.Q
-                cross = A.T @ KQ
+                KQ = np.array(matmul(K, self.Q))   # rounding.matmul: fsum dots, not BLAS
+                cross = np.array(matmul(A.T, KQ))
                 Q = (eta * eta * self.Q + eta * (cross + cross.T)
-                     + A.T @ (KQ @ K.T) @ A)
+                     + np.array(matmul(matmul(A.T, matmul(KQ, K.T)), A)))
             second = 4 * kappa * D * D / th_norm if th_norm > 0 else 0.0
-            Q = plus_ball(Q, fresh * float(np.linalg.norm(tphi)) + second)
+            Q = plus_ball(Q, fresh * pnorm(tphi, 2.0) + second)
         self.Q = Q if np.all(np.isfinite(Q)) else np.full_like(Q, math.inf)
 
     def w_error(self, st: Any, m: int) -> float:
@@ -169,7 +171,7 @@ class ThetaError:
         if not (norm > D and scale > 0):
             return ANY_STATE
         ratio = min(1.0, (max(abs(t) for t in phi) + D) / (norm - D))
-        lip = max((self.p - 1) * ratio ** (self.p - 2), math.sqrt(self.invC))
+        lip = max((self.p - 1) * power(ratio, self.p - 2), math.sqrt(self.invC))
         return min(ANY_STATE, lip * D / scale + 4 * (m + 8) * UNIT_ROUNDOFF)
 
 
@@ -273,11 +275,9 @@ class PummaErrors:
 # -- final bounds -----------------------------------------------------------------------------
 
 def norm2(values: list[float]) -> float:
-    """||values||_2 without overflowing on the way (inf only if the norm itself is)."""
-    top = max((abs(v) for v in values), default=0.0)
-    if top == 0 or not top < math.inf:
-        return top
-    return top * math.sqrt(math.fsum((v / top) ** 2 for v in values))
+    """||values||_2 correctly rounded, without overflowing on the way (inf only if the norm
+    itself is): ``rounding.pnorm``, the same double on every machine."""
+    return float_pnorm(values, 2.0)
 
 
 def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
@@ -344,7 +344,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     xi = trace.final.get("xi") or []
     if xi:
         out["final.xi"] = [bound(FALLBACK_RHO, abs(float(v)), 4, v) for v in xi]
-    big = max((sum(v * v for v in r) ** 0.5 for r in rows), default=0.0)
+    big = max((float_pnorm(r, 2.0) for r in rows), default=0.0)
     out["final.b"] = bound(FALLBACK_RHO, abs(float(trace.final["b"])) + norm * big * T
                            + sum(abs(float(v)) for v in xi), T + 16, trace.final["b"])
     return out

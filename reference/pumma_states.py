@@ -239,7 +239,7 @@ class StateP:
             # sin^2(z, th) is within it, a float form may decide feasibility the other way
             # (compared at the context's precision: with a soft margin's tiny C, tt2 is of
             # C^2's size and zz2 tt2 below float64's range, where 0 <= 0 doubted every update)
-            self.doubt = self.doubt or D <= 4 * hoelder_share(p) ** 2 * (zz2 * tt2)
+            self.doubt = self.doubt or D <= 4 * hoelder_share(p) * hoelder_share(p) * (zz2 * tt2)
             if D <= zz2 * tt2 * ctx.ldexp(1, -(ctx.prec // 2)):
                 return None
             if self.doubt and model is not None:
