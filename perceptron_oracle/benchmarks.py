@@ -99,6 +99,7 @@ import scipy.sparse as sp
 
 from .cli import OneLineParser
 from .errors import OracleInputError
+from .interrupts import one_line
 
 MARGIN_RBF = "rbf:gamma=0.5"   # ROMMA's and PUMMA's kernel duals (the linear: the primal loop)
 RATES = {"0.1%": 0.0, "3%": 0.013, "25%": 0.14}  # label-noise rates giving those update rates
@@ -1099,6 +1100,7 @@ def _parser() -> OneLineParser:
     return parser
 
 
+@one_line("python -m perceptron_oracle.benchmarks")
 def main(argv: list[str] | None = None) -> int:
     try:  # a usage error is one line, as the command line's are
         args = _parser().parse_args(argv)

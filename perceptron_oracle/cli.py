@@ -13,7 +13,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from . import atomic, budget
 from .errors import OracleInputError
+from .interrupts import one_line
 from .numbers import to_fraction
 from .params import parse_assignment
 
@@ -56,7 +58,13 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--multiclass", choices=("ovr",), default=None,
                      help="one-vs-rest (Khardon & Wachman, section 2.7): the labels are "
                           "classes (any integers), one binary learner per class")
-    run.add_argument("--out", default=None, metavar="TRACE.json")
+    run.add_argument("--out", default=None, metavar="TRACE.json",
+                     help="write the trace (atomically: the old file or the new one, whole)")
+    run.add_argument("--max-seconds", type=_positive_seconds,
+                     default=budget.DEFAULT_MAX_SECONDS, metavar="S",
+                     help="refuse an exact-reference run whose estimated time exceeds S "
+                          f"seconds (default {budget.DEFAULT_MAX_SECONDS:g}; inf: no "
+                          "limit; the estimate is an upper bound, perceptron_oracle.budget)")
 
     check = commands.add_parser("check", help="every fast form against every golden case "
                                                "(the main job)")
@@ -110,7 +118,29 @@ def _build_parser() -> argparse.ArgumentParser:
                         help="--fuzz: hypothesis' seed (default 0)")
     verify.add_argument("--fuzz-out", default=None, metavar="DIR",
                         help="--fuzz: the replay directory (default: a new temporary one)")
+    verify.add_argument("--case-timeout", type=float, default=None, metavar="SECONDS",
+                        help="--impl: seconds one call of the implementation may take, a "
+                             "golden case or a fuzz draw (default 30); past it the call "
+                             "fails and its worker process is replaced")
+    verify.add_argument("--memory-limit", type=int, default=None, metavar="MIB",
+                        help="--impl: the data segment the implementation's worker process "
+                             "may use, in MiB (default 4096)")
+    verify.add_argument("--show-output", action="store_true",
+                        help="--impl: show what the implementation wrote to stdout and "
+                             "stderr, under each case's line (--report records it anyway)")
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    """``--max-seconds``: a positive number of seconds, or inf."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds or inf, "
+                                         f"got {text!r}")
+    return value
 
 
 def _load(spec: str, classes: bool = False) -> Any:
@@ -157,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_one_vs_rest(args, dataset, X, params, prepared)
     start = time.perf_counter()
     trace = run(args.algorithm, X, dataset.y, impl=args.impl, form=args.form,
-                epochs=args.epochs, kernel=args.kernel, **params)
+                epochs=args.epochs, kernel=args.kernel, max_seconds=args.max_seconds, **params)
     seconds = time.perf_counter() - start
     total = trace.n_examples * trace.epochs
     fragile = f", {len(trace.fragile)} fragile" if trace.fragile else ""
@@ -166,8 +196,7 @@ def _run(args: argparse.Namespace) -> int:
           f"{len(trace.mistakes)} mistakes, {len(trace.updates)} updates in {total} trials"
           f"{fragile}, {seconds:.3f} s")
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(trace.to_json() + "\n")
+        atomic.write_text(args.out, trace.to_json() + "\n")
     return 0
 
 
@@ -180,7 +209,7 @@ def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dic
     import json
 
     from .fast.multiclass import one_vs_rest, relabel
-    from .registry import run
+    from .registry import get, run
 
     start = time.perf_counter()
     if args.impl == "fast":
@@ -188,6 +217,10 @@ def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dic
                                       kernel=args.kernel, epochs=args.epochs, **params)
     else:
         classes, Y = relabel(dataset.y)
+        if Y.shape[1]:  # K runs of the same size: refused before the first if K of them are
+            budget.check(args.algorithm, X, epochs=args.epochs, kernel=args.kernel,
+                         max_seconds=args.max_seconds, runs=Y.shape[1],
+                         **get(args.algorithm).params.resolve(params))
         traces = [run(args.algorithm, X, Y[:, k], epochs=args.epochs, kernel=args.kernel,
                       **params) for k in range(Y.shape[1])]
     seconds = time.perf_counter() - start
@@ -201,8 +234,7 @@ def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dic
     if args.out:
         record = {"format": "perceptron-oracle/one-vs-rest@1", "classes": classes.tolist(),
                   "traces": [t.to_dict() for t in traces]}
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        atomic.write_text(args.out, json.dumps(record) + "\n")
     return 0
 
 
@@ -296,6 +328,11 @@ def _verify(args: argparse.Namespace) -> int:
     for option in _FUZZ_OPTIONS:
         if getattr(args, option) is not None:
             raise OracleInputError(f"--{option.replace('_', '-')} applies with --fuzz only")
+    if args.results:
+        for option in ("case_timeout", "memory_limit", "show_output"):
+            if getattr(args, option) not in (None, False):
+                raise OracleInputError(f"--{option.replace('_', '-')} applies with --impl "
+                                       "only")
     directory = _golden_dir(args)
     cases = golden.load(directory)
     if args.algorithm:
@@ -306,15 +343,21 @@ def _verify(args: argparse.Namespace) -> int:
         cases = [c for c in cases if c.algorithm in args.algorithm]
     if args.kernel:
         cases = [c for c in cases if c.kernel.partition(":")[0] in args.kernel]
+    box = None
     if args.impl:
-        impl = verify.load_callable(args.impl)
-        produce = lambda c: verify.run_external(c, impl)  # noqa: E731
+        box = _sandbox(args)
+        produce = verify.sandboxed(box, cases)
     else:
         results_dir = pathlib.Path(args.results)
         if not results_dir.is_dir():
             raise OracleInputError(f"--results {results_dir}: not a directory")
         produce = lambda c: verify.read_result_file(results_dir, c)  # noqa: E731
-    results = verify.verify(cases, produce, verify.progress_bar())
+    try:
+        results = verify.verify(cases, produce, verify.progress_bar(),
+                                output=None if box is None else lambda: box.output)
+    finally:
+        if box is not None:
+            box.close()
     if args.strict:
         for r in results:
             if r.status == verify.NOT_APPLICABLE:
@@ -326,7 +369,13 @@ def _verify(args: argparse.Namespace) -> int:
     for r in results:
         if r.status == verify.FAIL or not args.quiet:
             print(f"{labels[r.status]} {r.case.name} [{r.case.algorithm}] {r.case.comment}: "
-                  f"{r.message}")
+                  f"{_clip_line(r.message)}")
+            if args.impl and args.show_output:
+                _show_output(r.output)
+    wrote = sum(1 for r in results if any(r.output))
+    if wrote and not args.show_output:
+        print(f"the implementation wrote to stdout or stderr in {wrote} case(s): "
+              "--show-output shows it, --report records it", file=sys.stderr)
     summaries = verify.summarize(results)
     print(f"\n{'algorithm':<18}{'passed':>7}{'failed':>7}{'n/a':>6}  not applicable (cases), "
           "final-state keys not reported (cases)")
@@ -347,11 +396,9 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"golden set {directory} (manifest sha256 {digest}...): {passed} passed, "
           f"{failed} failed, {not_applicable} not applicable")
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as handle:
-            json.dump({"format": "perceptron-oracle/verify-report@1",
-                       "golden_manifest_sha256": digest, "strict": args.strict,
-                       "cases": [r.record() for r in results]}, handle, indent=1)
-            handle.write("\n")
+        atomic.write_text(args.report, json.dumps(
+            {"format": "perceptron-oracle/verify-report@1", "golden_manifest_sha256": digest,
+             "strict": args.strict, "cases": [r.record() for r in results]}, indent=1) + "\n")
     if failed:
         return 1
     if passed == 0:
@@ -360,11 +407,47 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sandbox(args: argparse.Namespace) -> Any:
+    """The worker process of ``verify --impl`` (sandbox.Sandbox), the callable imported in it:
+    an import problem is one line, exit 2, before any case runs."""
+    from . import sandbox
+
+    timeout = sandbox.DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
+    if not 0 < timeout < 10**6:
+        raise OracleInputError(f"--case-timeout must be a positive number of seconds, got "
+                               f"{args.case_timeout}")
+    memory = sandbox.DEFAULT_MEMORY_MB if args.memory_limit is None else args.memory_limit
+    if memory < 64:
+        raise OracleInputError(f"--memory-limit must be at least 64 (MiB), got {memory}")
+    box = sandbox.Sandbox(args.impl, timeout=timeout, memory_mb=memory)
+    box.start()
+    return box
+
+
+def _clip_line(text: str, width: int = 1000) -> str:
+    """A verdict's message cut to ``width`` characters (the full one is in --report)."""
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
+def _show_output(output: tuple[str, str], lines: int = 10) -> None:
+    """What the implementation wrote during one case, each line behind a "|" so that
+    nothing it printed reads as the verifier's own line."""
+    for name, text in zip(("stdout", "stderr"), output):
+        if not text:
+            continue
+        rows = text.splitlines()
+        more = f", the first {lines} shown" if len(rows) > lines else ""
+        print(f"    {name} of the implementation ({len(rows)} line{'s' * (len(rows) != 1)}"
+              f"{more}):")
+        for row in rows[:lines]:
+            print(f"    | {row[:200]}")
+
+
 def _fuzz(args: argparse.Namespace) -> int:
     """``verify --fuzz``: perceptron_oracle.fuzz against the --impl callable, its report
     printed (a progress line per algorithm on stderr unless --quiet).  Exit 1 on a
     disagreement, and when every draw was declined (as ``verify`` when nothing was checked)."""
-    from . import fuzz, verify
+    from . import fuzz
 
     if args.results:
         raise OracleInputError("--fuzz calls the implementation on the data it draws: give "
@@ -375,10 +458,14 @@ def _fuzz(args: argparse.Namespace) -> int:
     examples = fuzz.DEFAULT_EXAMPLES if args.fuzz_examples is None else args.fuzz_examples
     if examples < 1:
         raise OracleInputError(f"--fuzz-examples must be at least 1, got {examples}")
-    impl = verify.load_callable(args.impl)
+    if args.show_output:
+        raise OracleInputError("--show-output applies to the golden cases, not to --fuzz")
+    if args.fuzz_out is not None:
+        fuzz.check_replay_dir(args.fuzz_out)
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    report = fuzz.fuzz(impl, args.algorithm, examples=examples, seed=args.fuzz_seed or 0,
-                       out_dir=args.fuzz_out, log=log)
+    with _sandbox(args) as box, fuzz.temporary_hypothesis_storage():
+        report = fuzz.fuzz(box, args.algorithm, examples=examples,
+                           seed=args.fuzz_seed or 0, out_dir=args.fuzz_out, log=log)
     print(report.describe(args.impl))
     if not report.ok:
         return 1
@@ -410,7 +497,10 @@ def _experiment(args: argparse.Namespace) -> int:
 FORWARDED = {"peers": _peers, "fragility": _fragility, "experiment": _experiment}
 
 
+@one_line("perceptron-oracle")
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; Ctrl-C ends any command with one line and status 130, SIGTERM with
+    one line and status 143, after the cleanup of ``finally`` blocks (``interrupts``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in FORWARDED:

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import mpmath
-
-from .numbers import format_exact, is_mpf, to_fraction
+from .numbers import approximate, brief, is_mpf, to_fraction
 from .registry import get
 from .trace import Trace, plain_value
+
+#: The problems :meth:`Comparison.describe` lists; the rest are counted.
+MAX_PROBLEMS_SHOWN = 3
 
 
 @dataclass
@@ -37,7 +38,10 @@ class Comparison:
         if self.ok:
             return (f"identical up to fragile trial {self.first_divergence}, where either "
                     "branch is right")
-        return "; ".join(self.problems)
+        shown = self.problems[:MAX_PROBLEMS_SHOWN]
+        more = len(self.problems) - len(shown)
+        return "; ".join(shown) + (f"; and {more} more difference{'s' * (more != 1)}"
+                                   if more else "")
 
 
 def compare(expected: Trace, actual: Trace, X: Any = None,
@@ -60,8 +64,11 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
     events = []
     for label, exp, act in (("mistake", expected.mistakes, actual.mistakes),
                             ("update", expected.updates, actual.updates)):
-        for t in sorted(set(exp) ^ set(act)):
-            events.append((t, label, t in set(exp)))
+        exp_set, act_set = set(exp), set(act)
+        differ = exp_set ^ act_set
+        if differ:
+            t = min(differ)
+            events.append((t, label, t in exp_set))
     if events:
         t, label, expected_yes = min(events)
         if t in fragile:
@@ -181,26 +188,16 @@ def _is_number(value: Any) -> bool:
 
 
 def _show(value: Any) -> str:
-    """A number for a message, short whatever its size: ``p/q (~double)``, with p/q cut
-    when it is long (an exact number may have thousands of digits)."""
+    """A number for a message, short whatever its size (``numbers.brief``: ``p/q
+    (~double)``, or the size and an approximation of a long exact number)."""
     if not _is_number(value):
         return _brief(value)
-    exact = to_fraction(value)
-    text = format_exact(exact)
-    if len(text) > 60:
-        text = f"{text[:24]}...({len(text)} characters)"
-    if exact.denominator == 1 and len(text) <= 20:
-        return text
-    return f"{text} (~{_approx(exact, 17)})"
+    return brief(value, 17)
 
 
 def _approx(value: Fraction, digits: int) -> str:
     """``value`` to ``digits`` significant digits, also beyond the float64 range."""
-    try:
-        return f"{float(value):.{digits}g}"
-    except OverflowError:
-        with mpmath.workprec(64):
-            return str(mpmath.nstr(mpmath.mpf(value.numerator) / value.denominator, digits))
+    return approximate(value, digits)
 
 
 def _brief(value: Any) -> str:

@@ -10,7 +10,10 @@ label that is not exactly -1 or +1, a NaN or infinity, a shape mismatch or an em
 from __future__ import annotations
 
 import csv
+import math
 import os
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +23,15 @@ import scipy.sparse as sp
 from .errors import DataError
 
 SVMLIGHT_SUFFIXES = (".svm", ".svmlight", ".libsvm", ".txt")
+
+#: A .npz archive whose arrays X and y would take more than this many bytes in memory is
+#: refused before any of them is read ...
+NPZ_MAX_BYTES = 2 * 2**30
+#: ... and so is one whose arrays would take more than NPZ_MAX_RATIO times the file's size
+#: and more than NPZ_RATIO_FLOOR bytes: a compressed archive (``np.savez_compressed``) of
+#: real data inflates a few times, a zip bomb a thousand.
+NPZ_MAX_RATIO = 100
+NPZ_RATIO_FLOOR = 256 * 2**20
 
 
 @dataclass
@@ -142,8 +154,44 @@ def load(path: str | os.PathLike[str], *, n_features: int | None = None,
     return Dataset(X, y, path)
 
 
+def _npz_array_bytes(path: str) -> int:
+    """The bytes the arrays X and y of the .npz archive ``path`` take once loaded, from the
+    .npy headers of its members (nothing inflated beyond them); a DataError for object
+    arrays (pickles, never loaded) and for a header that asks for more bytes than its
+    member holds."""
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+        for name in ("X", "y"):
+            info = members.get(f"{name}.npy")
+            if info is None:
+                continue  # np.load names the missing array
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(member)
+            if dtype.hasobject:
+                raise DataError(f"{path}: array {name} holds Python objects (a pickle); only "
+                                "numeric arrays are read")
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes > info.file_size:
+                raise DataError(f"{path}: array {name} declares {nbytes} bytes of data but "
+                                f"its member holds {info.file_size}")
+            total += nbytes
+    return total
+
+
 def _read_npz(path: str) -> tuple[Any, Any]:
     try:
+        size = _npz_array_bytes(path)
+        limit = min(NPZ_MAX_BYTES, max(NPZ_RATIO_FLOOR, NPZ_MAX_RATIO * os.path.getsize(path)))
+        if size > limit:
+            raise DataError(f"{path}: its arrays would inflate to {size / 2**20:.0f} MiB, "
+                            f"beyond the limit of {limit / 2**20:.0f} MiB for a "
+                            f"{os.path.getsize(path) / 2**20:.1f} MiB archive (at most "
+                            f"{NPZ_MAX_BYTES // 2**30} GiB, and {NPZ_MAX_RATIO}x the file "
+                            f"beyond {NPZ_RATIO_FLOOR // 2**20} MiB)")
         with np.load(path, allow_pickle=False) as archive:
             missing = [k for k in ("X", "y") if k not in archive.files]
             if missing:
@@ -159,7 +207,8 @@ def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
     rows: list[list[float]] = []
     width = None
     with open(path, newline="", encoding="utf-8") as handle:
-        for lineno, record in enumerate(csv.reader(handle), start=1):
+        reader = csv.reader(handle)
+        for lineno, record in _csv_records(reader, path):
             if not record or all(not field.strip() for field in record):
                 continue
             try:
@@ -179,6 +228,24 @@ def _read_csv(path: str) -> tuple[np.ndarray, np.ndarray]:
         raise DataError(f"{path}: the data set is empty")
     table = np.array(rows, dtype=np.float64)
     return table[:, :-1], table[:, -1]
+
+
+def _csv_records(reader: Any, path: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, record) of a csv reader; a field over csv's field size limit
+    (``csv.field_size_limit()``, 128 KiB unless changed: a number that long is not data) or
+    a malformed line (csv.Error) is a DataError naming the line."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            line = reader.line_num
+            if "field larger than field limit" in str(exc):
+                raise DataError(f"{path}:{line}: a field longer than "
+                                f"{csv.field_size_limit()} characters (the limit)") from None
+            raise DataError(f"{path}:{line}: not a CSV line ({exc})") from None
+        yield reader.line_num, record
 
 
 def _is_number(field: str) -> bool:

@@ -25,6 +25,7 @@ from .cli import OneLineParser
 from .compare import compare
 from .data import Dataset
 from .errors import OracleInputError
+from .interrupts import one_line
 from .registry import ALGORITHMS, get, run
 
 #: Parameters the table runs beside an algorithm's defaults.
@@ -74,6 +75,7 @@ def golden_shares(directory: Any = None) -> dict[str, tuple[int, int, float]]:
     return {a: (c, f, t / max(n, 1)) for a, (c, f, t, n) in counts.items()}
 
 
+@one_line("perceptron-oracle fragility")
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="perceptron-oracle fragility",
                            description=__doc__.split("\n\n")[0])

@@ -36,19 +36,33 @@ the report are the same (hypothesis with ``@seed``, no example database, no dead
 profile's settings ignored).
 
 Run it with ``perceptron-oracle verify --fuzz --impl MODULE:CALLABLE`` (``cli._fuzz``) or
-``pytest --oracle-impl MODULE:CALLABLE --oracle-fuzz`` (``fuzz_tests.py``).
+``pytest --oracle-impl MODULE:CALLABLE --oracle-fuzz`` (``fuzz_tests.py``): both pass a
+``sandbox.Sandbox``, so every draw's call runs in the worker process, with its time and
+memory limits.  What the implementation returns is validated as a trace file is
+(``sandbox.trace_document``, then ``Trace.from_dict(..., numeric_final=True)``), a Trace
+object too.  A failure of the worker's process (an exit, a signal, the time or memory limit,
+SystemExit, KeyboardInterrupt: ``ImplementationFailed.fatal``) is reported at once, not
+shrunk: it says nothing about the data, and each shrinking step would cost a time limit.
+
+``--fuzz-out DIR`` (``write_replay``): a directory whose ``manifest.json`` is not one of the
+fuzzer's replay manifests is refused (``check_replay_dir``); into a replay directory the
+replays are added, under a lock on the directory, each file written atomically.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
+import os
 import pathlib
 import random
+import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -56,19 +70,21 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, find, given, reject, seed, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
-from . import __version__, golden
+from . import __version__, atomic, golden
 from .compare import compare
 from .errors import OracleInputError, TraceFormatError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .kernels import parse_kernel
-from .numbers import format_exact, to_fraction
+from .numbers import brief, format_exact, to_fraction
 from .properties.strategies import KERNELS, PARAMS
 from .reference.maximum_margin import NotConverged
 from .reference.second_order import A_GROWTHS
 from .reference.second_order_engines import a_k
 from .registry import ALGORITHMS, get
+from .sandbox import ImplementationFailed, describe_exception, trace_document
 from .trace import Trace, decode_value, encode_value
 
 External = Callable[..., Any]
@@ -271,6 +287,7 @@ class Finding:
     got: str | None = None                 # the implementation's
     score: Fraction | None = None          # the exact score there
     label: int | None = None
+    fatal: bool = False                    # the implementation's process failed: not shrunk
 
     def record(self) -> dict[str, Any]:
         """JSON-able, exact numbers as "p/q" strings."""
@@ -278,7 +295,7 @@ class Finding:
         return {"X": d.X.tolist(), "y": d.y.tolist(), "params": encode_value(d.params),
                 "kernel": d.kernel, "epochs": d.epochs, "message": self.message,
                 "first_divergence": self.first_divergence, "expected": self.expected,
-                "got": self.got, "label": self.label,
+                "got": self.got, "label": self.label, "fatal": self.fatal,
                 "score": None if self.score is None else format_exact(self.score)}
 
 
@@ -305,11 +322,18 @@ def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
         passed = impl_params(algorithm, d.params)
     except OracleInputError as exc:
         raise _Rejected(f"the reference refuses the parameters: {exc}", True) from None
+    actual: Any
     try:
-        actual = impl(algorithm, d.X.copy(), d.y.copy(), epochs=d.epochs, kernel=d.kernel,
-                      params=passed)
+        actual = trace_document(impl(algorithm, d.X.copy(), d.y.copy(), epochs=d.epochs,
+                                     kernel=d.kernel, params=passed), len(d.y) * d.epochs)
     except NotImplementedError as exc:
         raise _Rejected(str(exc) or "NotImplementedError") from None
+    except ImplementationFailed as exc:
+        if exc.fatal:   # the process exited, was killed, ran out of time or memory
+            return Finding(d, exc.message, fatal=True)
+        actual = exc
+    except TraceFormatError as exc:
+        actual = exc
     except Exception as exc:  # an outside implementation may raise anything: a finding
         actual = exc
     reference = get(algorithm).implementation("reference")
@@ -320,11 +344,14 @@ def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
         raise _Rejected(f"the reference did not converge: {exc}", True) from None
     except OracleInputError as exc:
         raise _Rejected(f"the reference refuses the draw: {exc}", True) from None
+    if isinstance(actual, TraceFormatError):
+        return Finding(d, f"not a valid trace: {actual}")
+    if isinstance(actual, ImplementationFailed):
+        return Finding(d, actual.message)
     if isinstance(actual, Exception):
-        return Finding(d, f"raised {type(actual).__name__}: {actual}")
+        return Finding(d, describe_exception(actual))
     try:
-        trace = actual if isinstance(actual, Trace) else Trace.from_dict(actual,
-                                                                         numeric_final=True)
+        trace = Trace.from_dict(actual, numeric_final=True)
     except TraceFormatError as exc:
         return Finding(d, f"not a valid trace: {exc}")
     try:
@@ -423,8 +450,7 @@ class FuzzReport:
             lines.append(f"  params: {_show_params(d.params)} (the rest at their defaults)")
             if f.first_divergence is not None:
                 t = f.first_divergence
-                score = "" if f.score is None else \
-                    f"; exact score {format_exact(f.score)} (~{float(f.score):.6g})"
+                score = "" if f.score is None else f"; exact score {brief(f.score)}"
                 lines.append(f"  first divergence: trial {t} (example {t % T}, label "
                              f"{f.label:+d}): expected {f.expected}, got {f.got}{score}")
             lines.append(f"  {f.message}")
@@ -455,6 +481,35 @@ class _Disagreement(Exception):
         self.finding = finding
 
 
+class _Fatal(BaseException):
+    """A fatal finding (the implementation's process failed): ends hypothesis' search at
+    once, unshrunk (hypothesis shrinks on Exception only; each shrinking step would cost a
+    time limit or a restart)."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+#: The reason given with a fatal finding.
+NOT_SHRUNK = ("not shrunk: the implementation's process failed, which says nothing about "
+              "the data")
+
+
+@contextlib.contextmanager
+def temporary_hypothesis_storage() -> Iterator[None]:
+    """hypothesis' storage (its cache of the constants it reads in the code under test,
+    written to ``./.hypothesis`` by default) in a temporary directory, removed afterwards:
+    ``verify --fuzz`` leaves nothing in the user's directory.  The fuzzer itself keeps no
+    example database (``_settings``)."""
+    with tempfile.TemporaryDirectory(prefix="perceptron-oracle-hypothesis-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(None)
+
+
 def fuzz(impl: External, algorithms: Iterable[str] | None = None, *,
          examples: int = DEFAULT_EXAMPLES,
          seed: int = 0, out_dir: str | pathlib.Path | None = None,
@@ -468,6 +523,8 @@ def fuzz(impl: External, algorithms: Iterable[str] | None = None, *,
     names = list(ALGORITHMS) if algorithms is None else list(algorithms)
     for name in names:
         get(name)  # an unknown name fails here, before any work
+    if out_dir is not None:
+        check_replay_dir(out_dir)
     results = []
     for name in names:
         result = _search(impl, name, examples, seed)
@@ -490,12 +547,18 @@ def _search(impl: External, algorithm: str, examples: int, seed_value: int) -> A
     report = AlgorithmReport(algorithm, PASS)
     strategy = draws(algorithm)
 
+    fatal: list[Finding] = []
+
     def applies(d: Draw) -> bool:
+        if fatal:   # hypothesis calls again with the draw it found: not the implementation
+            return True
         try:
-            check_draw(impl, algorithm, d)
+            finding = check_draw(impl, algorithm, d)
         except _Rejected as exc:
             report.not_applicable[exc.reason] += 1
             return False
+        if finding is not None and finding.fatal:
+            fatal.append(finding)
         return True
 
     # A probe first: an algorithm the implementation never takes is reported without
@@ -507,6 +570,11 @@ def _search(impl: External, algorithm: str, examples: int, seed_value: int) -> A
     except NoSuchExample:
         report.status = NOT_APPLICABLE
         report.reason = _reason(report.not_applicable)
+        report.seconds = time.perf_counter() - start
+        return report
+    if fatal:
+        report.status, report.finding, report.reason = FAIL, fatal[0], NOT_SHRUNK
+        report.checked = report.found_after = 1
         report.seconds = time.perf_counter() - start
         return report
     report.not_applicable.clear()
@@ -524,6 +592,8 @@ def _search(impl: External, algorithm: str, examples: int, seed_value: int) -> A
             if report.found_after is None:
                 report.found_after = report.checked
             found.append(finding)
+            if finding.fatal:
+                raise _Fatal(finding)
             raise _Disagreement(finding)
 
     test = _settings(examples, [Phase.explicit, Phase.generate, Phase.shrink])(
@@ -533,6 +603,8 @@ def _search(impl: External, algorithm: str, examples: int, seed_value: int) -> A
     except _Disagreement as exc:
         report.status = FAIL
         report.finding = _reduce(impl, algorithm, exc.finding, report)
+    except _Fatal as exc:
+        report.status, report.finding, report.reason = FAIL, exc.finding, NOT_SHRUNK
     except Unsatisfiable:
         report.status = NOT_APPLICABLE
         report.reason = _reason(report.not_applicable)
@@ -567,7 +639,7 @@ def _reduce(impl: External, algorithm: str, finding: Finding,
             except _Rejected:
                 continue
             report.checked += 1
-            if smaller is not None:
+            if smaller is not None and not smaller.fatal:
                 finding = smaller
                 break
         else:
@@ -585,39 +657,104 @@ def _reason(reasons: Counter[str]) -> str:
 
 # -- replay directory ----------------------------------------------------------------------
 
-def replay_file_name(algorithm: str) -> str:
-    return f"fuzz_{algorithm}.json"
+def replay_file_name(algorithm: str, n: int = 1) -> str:
+    """``fuzz_<algorithm>.json``; ``fuzz_<algorithm>-<n>.json`` for the n-th distinct replay of
+    one algorithm in a directory."""
+    return f"fuzz_{algorithm}.json" if n == 1 else f"fuzz_{algorithm}-{n}.json"
+
+
+_REPLAY_NAME = re.compile(r"fuzz_[a-z0-9_]+(-[0-9]+)?\.json")
+
+
+def _replay_entries(directory: pathlib.Path) -> list[dict[str, Any]]:
+    """The entries of the fuzzer's replay manifest in ``directory`` ([] when there is none);
+    OracleInputError (one line) when ``manifest.json`` is anything else, a golden
+    directory's manifest say, which the fuzzer must not replace."""
+    path = directory / "manifest.json"
+    if not path.exists() and not path.is_symlink():
+        return []
+    refused = OracleInputError(f"--fuzz-out {directory}: it holds a manifest.json that is not "
+                               "one of the fuzzer's replay manifests (a golden directory?); "
+                               "give a new or empty directory")
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 2**20:
+            raise refused
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise refused from None
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if manifest.get("format") != golden.MANIFEST_FORMAT or not isinstance(files, list) or \
+            not all(isinstance(e, dict) and isinstance(e.get("path"), str)
+                    and _REPLAY_NAME.fullmatch(e["path"]) for e in files):
+        raise refused
+    return files
+
+
+def check_replay_dir(directory: str | pathlib.Path) -> None:
+    """OracleInputError (one line) when ``directory`` cannot take the fuzzer's replay files:
+    not a directory, or a ``manifest.json`` there that is not a replay manifest."""
+    directory = pathlib.Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise OracleInputError(f"--fuzz-out {directory}: not a directory")
+    if directory.is_dir():
+        _replay_entries(directory)
+
+
+@contextlib.contextmanager
+def _locked(directory: pathlib.Path) -> Iterator[None]:
+    """An exclusive lock on ``directory`` (flock on the directory itself): two fuzzers writing
+    replays into one directory take turns."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)
 
 
 def write_replay(directory: str | pathlib.Path, findings: dict[str, Finding],
                  seed_value: int = 0) -> pathlib.Path:
     """Write each finding as a golden file of one case (``golden.build_document``, so the
     expected trace is the reference's) and ``manifest.json`` listing them, into
-    ``directory``: ``verify --golden directory`` replays them."""
+    ``directory``: ``verify --golden directory`` replays them.  A replay manifest already
+    there is extended (a replay already listed with the same content is kept as it is,
+    another one of the same algorithm gets the next free name ``fuzz_<algorithm>-<n>.json``);
+    a manifest that is not a replay manifest is refused (OracleInputError).  Every file is
+    written atomically, and the whole under a lock on the directory."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    entries = []
-    for algorithm, finding in findings.items():
-        d = finding.draw
-        flags = ("duplicates",) if len({tuple(r) for r in d.X.tolist()}) < len(d.y) else ()
-        spec = FileSpec(
-            name=replay_file_name(algorithm)[:-5],
-            header=[f"A case found by perceptron-oracle's differential fuzzer (seed "
-                    f"{seed_value}), shrunk by hypothesis: the implementation fuzzed "
-                    f"disagreed with the reference here: {_clip(finding.message)}"],
-            groups=[GroupSpec(comment="fuzz", algorithm=algorithm,
-                              params=dict(d.params), kernel=d.kernel,
-                              cases=[CaseSpec(comment="the shrunk draw", X=d.X, y=d.y,
-                                              epochs=d.epochs, flags=flags)])])
-        text = golden.dumps(golden.build_document(spec))
-        path = directory / replay_file_name(algorithm)
-        path.write_text(text, encoding="utf-8")
-        entries.append({"path": path.name, "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                        "numberOfCases": json.loads(text)["numberOfCases"]})
-    manifest = {"format": golden.MANIFEST_FORMAT, "generatorVersion": __version__,
-                "files": entries}
-    (directory / "manifest.json").write_text(golden.dumps(manifest), encoding="utf-8")
+    with _locked(directory):
+        entries = {e["path"]: e for e in _replay_entries(directory)}
+        for algorithm, finding in findings.items():
+            text = _replay_document(algorithm, finding, seed_value)
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            n = 1
+            while replay_file_name(algorithm, n) in entries and \
+                    entries[replay_file_name(algorithm, n)].get("sha256") != digest:
+                n += 1
+            name = replay_file_name(algorithm, n)
+            atomic.write_text(directory / name, text)
+            entries[name] = {"path": name, "sha256": digest,
+                             "numberOfCases": json.loads(text)["numberOfCases"]}
+        manifest = {"format": golden.MANIFEST_FORMAT, "generatorVersion": __version__,
+                    "files": list(entries.values())}
+        atomic.write_text(directory / "manifest.json", golden.dumps(manifest))
     return directory
+
+
+def _replay_document(algorithm: str, finding: Finding, seed_value: int) -> str:
+    d = finding.draw
+    flags = ("duplicates",) if len({tuple(r) for r in d.X.tolist()}) < len(d.y) else ()
+    spec = FileSpec(
+        name=replay_file_name(algorithm)[:-5],
+        header=[f"A case found by perceptron-oracle's differential fuzzer (seed "
+                f"{seed_value}), shrunk by hypothesis: the implementation fuzzed "
+                f"disagreed with the reference here: {_clip(finding.message)}"],
+        groups=[GroupSpec(comment="fuzz", algorithm=algorithm,
+                          params=dict(d.params), kernel=d.kernel,
+                          cases=[CaseSpec(comment="the shrunk draw", X=d.X, y=d.y,
+                                          epochs=d.epochs, flags=flags)])])
+    return golden.dumps(golden.build_document(spec))
 
 
 def _replay(impl: External, directory: pathlib.Path, failures: list[AlgorithmReport]) -> None:

@@ -4,7 +4,8 @@ test per registered algorithm (``--oracle-algorithm`` narrows them) against
 replays it; an algorithm the implementation never takes (NotImplementedError on every draw)
 is skipped with the implementation's reason.  The plugin's ``--oracle-fuzz-examples`` (draws
 per algorithm; fuzz.DEFAULT_EXAMPLES when not given) and ``--oracle-fuzz-seed`` (0) set the
-search.
+search.  Every draw's call goes through the plugin's sandbox (``oracle_impl``); the
+reference runs in the pytest process.
 """
 
 from __future__ import annotations

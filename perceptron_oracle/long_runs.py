@@ -39,6 +39,7 @@ from .compare import compare
 from .errors import OracleInputError
 from .fast.driver import FloatRangeError
 from .fast.higher_order import numba_available
+from .interrupts import one_line
 from .registry import ALGORITHMS, Algorithm
 from .trace import Trace
 
@@ -200,6 +201,7 @@ def run_setup(setup: Setup, trials: int, seed: int, forms: Sequence[str] | None,
     return ok
 
 
+@one_line("python -m perceptron_oracle.long_runs")
 def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     out = out or sys.stdout
     parser = OneLineParser(

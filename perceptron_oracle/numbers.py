@@ -183,6 +183,75 @@ def format_exact(value: Exact) -> str:
     return f"{_format_int(value.numerator)}/{_format_int(value.denominator)}"
 
 
+#: The longest numerator or denominator :func:`brief` writes out in full, in bits (about 60
+#: decimal digits).
+BRIEF_BITS = 200
+
+
+def brief(value: object, digits: int = 6) -> str:
+    """A number for a message, short whatever its size and never formatted whole: ``"p/q
+    (~1.5)"`` or ``"p"`` while p and q have at most BRIEF_BITS bits; beyond, its size and
+    a decimal approximation to ``digits`` significant digits, e.g. ``"an integer of about
+    3,010,300 digits (~9.04382e+3010299)"``, from ``int.bit_length`` and the leading bits
+    (no decimal string of the whole number is built, so neither time nor Python's
+    int_max_str_digits limit is an issue).  A float is its repr; anything that is not a
+    number, a clipped repr."""
+    if isinstance(value, float):
+        return repr(value)
+    try:
+        exact = to_fraction(value)
+    except (TypeError, ValueError, ArithmeticError, DataError):
+        return _clip(repr(value)) if not isinstance(value, str) else _clip(value)
+    p, q = exact.numerator, exact.denominator
+    approx = _approximate(p, q, digits)
+    if max(p.bit_length(), q.bit_length()) <= BRIEF_BITS:
+        text = format_exact(exact)
+        return text if q == 1 else f"{text} (~{approx})"
+    size = _digits(p)
+    if q == 1:
+        return f"an integer of about {size:,} digits (~{approx})"
+    return f"an exact number p/q of about {size:,} / {_digits(q):,} digits (~{approx})"
+
+
+def _digits(n: int) -> int:
+    """The decimal digits of ``abs(n)``, from its bit length: exact up to 100,000 bits,
+    beyond that exact or one too many (10^d, the check, would cost more than it says)."""
+    n = abs(n)
+    d = max(1, int(n.bit_length() * math.log10(2)))   # 10^(d-1) <= n, or n < 10
+    if n.bit_length() > 100_000:
+        return d + 1
+    return d + 1 if n >= 10 ** d else d
+
+
+def approximate(value: Fraction, digits: int = 6) -> str:
+    """``value`` to ``digits`` significant digits, whatever its size (from the leading bits
+    of its numerator and denominator, as :func:`brief`)."""
+    return _approximate(value.numerator, value.denominator, digits)
+
+
+def _approximate(p: int, q: int, digits: int) -> str:
+    """p/q to ``digits`` significant digits, from the leading 64 bits of p and q."""
+    if p == 0:
+        return "0"
+    sign, p = ("-" if p < 0 else ""), abs(p)
+    if max(p.bit_length(), q.bit_length()) <= 4 * BRIEF_BITS:
+        try:
+            nearest = p / q     # correctly rounded
+        except OverflowError:
+            nearest = 0.0
+        if nearest:
+            return f"{sign}{nearest:.{digits}g}"
+    p_shift, q_shift = max(p.bit_length() - 64, 0), max(q.bit_length() - 64, 0)
+    ratio = (p >> p_shift) / (q >> q_shift)
+    exponent2 = p_shift - q_shift
+    log10 = math.log10(ratio) + exponent2 * math.log10(2)
+    exponent10 = math.floor(log10)
+    mantissa = 10 ** (log10 - exponent10)
+    if float(f"{mantissa:.{digits - 1}f}") >= 10:
+        mantissa, exponent10 = mantissa / 10, exponent10 + 1
+    return f"{sign}{mantissa:.{digits - 1}f}e{exponent10:+d}"
+
+
 # Python refuses str(int) and int(str) beyond 4300 digits (a guard against slow quadratic
 # conversions of untrusted input); exact states do outgrow that (HO with a constant rho, long
 # ROMMA runs in Fraction), so numbers are converted in chunks of _CHUNK digits instead of
@@ -190,13 +259,16 @@ def format_exact(value: Exact) -> str:
 _CHUNK = 4000
 
 
+_CHUNK_POWER = 10 ** _CHUNK
+
+
 def _format_int(n: int) -> str:
-    if abs(n) < 10 ** _CHUNK:
+    if n.bit_length() <= 13_000 or abs(n) < _CHUNK_POWER:   # 10^4000 has 13,288 bits
         return str(n)
     sign, n = ("-" if n < 0 else ""), abs(n)
     parts = []
-    while n >= 10 ** _CHUNK:
-        n, low = divmod(n, 10 ** _CHUNK)
+    while n >= _CHUNK_POWER:
+        n, low = divmod(n, _CHUNK_POWER)
         parts.append(str(low).zfill(_CHUNK))
     return sign + str(n) + "".join(reversed(parts))
 
@@ -208,5 +280,5 @@ def _parse_int(text: str) -> int:
     head = len(digits) % _CHUNK or _CHUNK
     n = int(digits[:head])
     for i in range(head, len(digits), _CHUNK):
-        n = n * 10 ** _CHUNK + int(digits[i:i + _CHUNK])
+        n = n * _CHUNK_POWER + int(digits[i:i + _CHUNK])
     return sign * n

@@ -2,7 +2,8 @@
 third-party Python implementation, one pytest item per case.
 
     pytest --oracle-impl mypackage.module:function [--oracle-golden DIR]
-           [--oracle-algorithm perceptron ...]
+           [--oracle-algorithm perceptron ...] [--oracle-case-timeout SECONDS]
+           [--oracle-memory-limit MIB]
            [--oracle-fuzz [--oracle-fuzz-examples N] [--oracle-fuzz-seed S]]
 
 ``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
@@ -12,6 +13,11 @@ third-party Python implementation, one pytest item per case.
 (hypothesis draws); NotImplementedError from ``function``, or a final-state key its trace
 lacks, makes an item a skip with the reason.  ``--oracle-fuzz`` adds
 ``test_fuzz[<algorithm>]``, the differential fuzzing of ``fuzz.py`` (``fuzz_tests.py``).
+``function`` runs in a worker process of perceptron_oracle.sandbox (one per pytest process,
+started at configuration, where an import problem is a usage error): each call has
+``--oracle-case-timeout`` seconds (30) and the worker ``--oracle-memory-limit`` MiB of data
+segment (4096); an exit, a signal, a timeout fails that item only, and what the code wrote
+to stdout and stderr is shown as the item's "implementation stdout/stderr" sections.
 Without ``--oracle-impl`` the plugin does nothing and imports nothing beyond pytest.
 Expected failures are the caller's to declare, with a reason, through pytest's own
 ``-k``/xfail machinery; none are built in.
@@ -25,6 +31,7 @@ from typing import Any
 import pytest
 
 CONFORMANCE_TESTS = pathlib.Path(__file__).with_name("conformance_tests.py")
+_BOX: Any = pytest.StashKey()   # the Sandbox of --oracle-impl
 FUZZ_TESTS = pathlib.Path(__file__).with_name("fuzz_tests.py")
 
 
@@ -44,6 +51,11 @@ def pytest_addoption(parser: Any) -> None:
                     help="--oracle-fuzz: draws per algorithm (default 200)")
     group.addoption("--oracle-fuzz-seed", type=int, default=0, metavar="S",
                     help="--oracle-fuzz: hypothesis' seed (default 0)")
+    group.addoption("--oracle-case-timeout", type=float, default=None, metavar="SECONDS",
+                    help="seconds one call of the implementation may take (default 30)")
+    group.addoption("--oracle-memory-limit", type=int, default=None, metavar="MIB",
+                    help="the data segment of the implementation's worker process, in MiB "
+                         "(default 4096)")
 
 
 def pytest_configure(config: Any) -> None:
@@ -53,17 +65,34 @@ def pytest_configure(config: Any) -> None:
     examples = config.getoption("oracle_fuzz_examples")
     if examples is not None and examples < 1:
         raise pytest.UsageError(f"--oracle-fuzz-examples must be at least 1, got {examples}")
+    timeout = config.getoption("oracle_case_timeout")
+    if timeout is not None and not timeout > 0:
+        raise pytest.UsageError(f"--oracle-case-timeout must be positive, got {timeout}")
+    memory = config.getoption("oracle_memory_limit")
+    if memory is not None and memory < 64:
+        raise pytest.UsageError(f"--oracle-memory-limit must be at least 64 (MiB), got "
+                                f"{memory}")
     if spec:
         from .errors import OracleInputError
-        from .verify import load_callable
+        from .sandbox import DEFAULT_CASE_TIMEOUT, DEFAULT_MEMORY_MB, Sandbox
 
+        box = Sandbox(spec, timeout=DEFAULT_CASE_TIMEOUT if timeout is None else timeout,
+                      memory_mb=DEFAULT_MEMORY_MB if memory is None else memory)
         try:
-            load_callable(spec)
+            box.start()
         except OracleInputError as exc:
+            box.close()
             raise pytest.UsageError(f"--oracle-impl: {exc}") from None
+        config.stash[_BOX] = box
         config.args.append(str(CONFORMANCE_TESTS))
         if config.getoption("oracle_fuzz"):
             config.args.append(str(FUZZ_TESTS))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    box = config.stash.get(_BOX, None)
+    if box is not None:
+        box.close()
 
 
 def pytest_report_header(config: Any) -> list[str]:
@@ -73,12 +102,11 @@ def pytest_report_header(config: Any) -> list[str]:
 
 @pytest.fixture(scope="session")
 def oracle_impl(request: Any) -> Any:
-    from .verify import load_callable
-
-    spec = request.config.getoption("oracle_impl")
-    if not spec:
+    """The implementation's sandbox (perceptron_oracle.sandbox.Sandbox)."""
+    box = request.config.stash.get(_BOX, None)
+    if box is None:
         pytest.fail("--oracle-impl MODULE:CALLABLE is required for the conformance tests")
-    return load_callable(spec)
+    return box
 
 
 def pytest_generate_tests(metafunc: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import scipy.sparse as sp
 
+from . import budget
 from .errors import ParamError, UnknownAlgorithmError
 from .fast import alma as alma_fast
 from .fast import higher_order as higher_order_fast
@@ -246,13 +247,15 @@ def implementations() -> list[tuple[str, str, str]]:
 
 def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | None = None,
         epochs: int = 1, kernel: Any = "linear", record_scores: bool = False,
-        engine: str | None = None, **params: Any) -> Trace:
+        engine: str | None = None, max_seconds: float | None = None, **params: Any) -> Trace:
     """Run ``algorithm`` on (X, y) and return its trace.
 
     ``impl`` is "reference" (exact) or "fast"; ``form`` picks a fast form (default: the
     first that takes ``kernel``, the parameters and X).  ``engine`` ("auto", "numpy",
     "numba") is passed to a fast form that declares it (None: the form's default).
-    ``params`` are the algorithm's parameters (SPEC.md).
+    ``max_seconds``: refuse (``budget.BudgetError``, before any work) a reference run whose
+    estimated time (``budget.estimate``, an upper bound) exceeds it; None (the default)
+    checks nothing.  ``params`` are the algorithm's parameters (SPEC.md).
     """
     algo = get(algorithm)
     extra: dict[str, Any] = {}
@@ -272,6 +275,9 @@ def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | 
             extra["engine"] = engine
     elif engine is not None:
         raise ParamError("engine applies to the fast forms only")
-    algo.params.resolve(params)  # unknown or bad parameters fail here, before any data work
+    resolved = algo.params.resolve(params)  # unknown or bad parameters fail here
+    if impl == "reference" and max_seconds is not None:
+        budget.check(algorithm, X, epochs=epochs, kernel=kernel, max_seconds=max_seconds,
+                     **resolved)
     return algo.implementation(impl, form)(X, y, epochs=epochs, kernel=kernel,
                                            record_scores=record_scores, **params, **extra)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 import pathlib
 import stat
@@ -282,6 +283,12 @@ def _parse_json(text: str | bytes) -> Any:
                                "thousands of levels deep") from None
 
 
+#: The trace reader's JSON parser (``Trace.from_json`` applies it): NaN, Infinity, numbers
+#: beyond float64's range, integers of more than MAX_EXACT_DIGITS digits and repeated keys
+#: are kept as refusals that ``Trace.from_dict`` reports under their key path.
+parse_json = _parse_json
+
+
 def _json_constant(name: str) -> _Refused:
     return _Refused(name, "JSON has no NaN or Infinity, and a trace holds finite numbers "
                           "only")
@@ -329,6 +336,12 @@ def _trials(key: str, trials: Any, total: int) -> list[int]:
     if not isinstance(trials, list):
         raise TraceFormatError(f"{key}: expected a list of trial indices, "
                                f"got {_describe(trials)}")
+    if len(trials) > total:  # strictly ascending in 0..total-1: at most total of them
+        raise TraceFormatError(f"{key}: {len(trials)} trial indices for a run of {total} "
+                               "trials")
+    if all(type(t) is int for t in trials) and all(map(operator.lt, trials, trials[1:])) \
+            and (not trials or (trials[0] >= 0 and trials[-1] < total)):
+        return list(trials)      # the common case, checked in C; else find the problem below
     previous = -1
     for i, t in enumerate(trials):
         where = f"{key}[{i}]"
@@ -369,6 +382,11 @@ def _decode(value: Any, path: str, depth: int, kind: str) -> Any:
             raise TraceFormatError(f"{path}: a list where a number belongs")
         if depth >= MAX_NESTING:
             raise TraceFormatError(f"{path}: nested more than {MAX_NESTING} levels deep")
+        if all(type(v) is float for v in value) and all(map(math.isfinite, value)):
+            return list(value)   # finite floats, as _number takes them: one pass in C
+        if all(type(v) is int for v in value) and \
+                (not value or max(max(value).bit_length(), min(value).bit_length()) <= 64):
+            return list(value)   # small ints (counts, indices), as _number takes them
         inner = _NUMBER if kind == _STATE else kind
         return [_decode(item, f"{path}[{i}]", depth + 1, inner) for i, item in enumerate(value)]
     if kind != _ANY:

@@ -4,12 +4,20 @@ Three sources of traces, one comparison (``compare.compare`` with the case's sta
 tolerances):
 
 - the project's own fast forms (``perceptron-oracle check``, the main job);
-- a Python callable named ``MODULE:CALLABLE`` (``verify --impl``), called as
+- a Python callable named ``MODULE:CALLABLE`` (``verify --impl``, in a worker process:
+  ``sandbox.Sandbox``), called as
   ``f(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict`` with X a float64 array,
   y an int64 array in {-1, +1}, kernel the canonical spec string and params the group's
-  parameters (Fractions, ints, bools, None, names), returning a trace (or its JSON dict);
+  parameters (Fractions, ints, bools, None, names), returning a trace (or its JSON dict),
+  which is validated as a trace file is;
 - trace files written by any program (``verify --results DIR``): ``DIR/<file>-<id>.json``
   for case ``id`` of golden file ``<file>.json``, in the ``perceptron-oracle/trace@1`` format.
+
+A ``--impl`` callable runs in a worker process (perceptron_oracle/sandbox.py: a time limit
+per case, a memory limit, its exits, signals and output kept from the verifier):
+:func:`sandboxed` is ``verify``'s ``produce`` for it, sending each next case ahead.  A
+failure of the worker is the case's FAIL (``sandbox.ImplementationFailed``), with its
+message.
 
 Partial conformance (CONTRACT.md): an outside implementation may implement part of an
 algorithm.  A callable raises ``NotImplementedError(reason)`` for a case it does not support,
@@ -20,8 +28,6 @@ keys the implementation reports, and the expected keys it does not report are li
 
 from __future__ import annotations
 
-import importlib
-import os
 import pathlib
 import sys
 import time
@@ -32,9 +38,17 @@ from typing import Any
 
 from . import trace as trace_files
 from .compare import compare
-from .errors import OracleInputError, TraceFormatError
+from .errors import TraceFormatError
 from .golden import Case
+from .numbers import brief
 from .registry import get
+from .sandbox import (
+    ImplementationFailed,
+    Sandbox,
+    describe_exception,
+    trace_document,
+)
+from .sandbox import load_callable as load_callable  # verify.load_callable, as before
 from .trace import Trace
 
 External = Callable[..., Any]
@@ -55,6 +69,7 @@ class CaseResult:
     first_divergence: int | None = None
     not_reported: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    output: tuple[str, str] = ("", "")    # what the implementation wrote: stdout, stderr
 
     @property
     def ok(self) -> bool:
@@ -65,7 +80,8 @@ class CaseResult:
         return {"case": self.case.name, "algorithm": self.case.algorithm,
                 "kernel": self.case.kernel, "status": self.status, "message": self.message,
                 "first_divergence": self.first_divergence, "excused": self.excused,
-                "not_reported": self.not_reported, "seconds": round(self.seconds, 6)}
+                "not_reported": self.not_reported, "seconds": round(self.seconds, 6),
+                "stdout": self.output[0], "stderr": self.output[1]}
 
 
 @dataclass
@@ -95,33 +111,6 @@ def summarize(results: Iterable[CaseResult]) -> dict[str, Summary]:
             s.not_applicable[r.message] += 1
         s.not_reported.update(r.not_reported)
     return out
-
-
-def load_callable(spec: str) -> External:
-    """``MODULE:CALLABLE`` (dots allowed in both parts), with a clear error.  The current
-    directory is searched first, as pytest, uvicorn and gunicorn do (a console script does
-    not put it on ``sys.path`` by itself)."""
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise OracleInputError(f"--impl expects MODULE:CALLABLE, got {spec!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise OracleInputError(f"cannot import {module_name!r}: {exc}") from None
-    except Exception as exc:  # the module itself fails: a syntax error, an error at import
-        raise OracleInputError(f"importing {module_name!r} raised "
-                               f"{type(exc).__name__}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise OracleInputError(f"{module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise OracleInputError(f"{spec} is not callable")
-    function: Callable[..., Any] = target
-    return function
 
 
 def judge(case: Case, actual: Any, partial: bool = True) -> CaseResult:
@@ -155,7 +144,7 @@ def _with_exact_score(case: Case, trial: int, message: str) -> str:
         return message
     score = expected.scores[trial]
     label = int(case.y[trial % len(case.y)])
-    return f"{message}; exact score {score} (~{float(score):.6g}), label {label:+d}"
+    return f"{message}; exact score {brief(score)}, label {label:+d}"
 
 
 def run_fast_form(case: Case, form: str) -> Trace:
@@ -164,8 +153,31 @@ def run_fast_form(case: Case, form: str) -> Trace:
 
 
 def run_external(case: Case, impl: External) -> Any:
-    return impl(case.algorithm, case.X.copy(), case.y.copy(), epochs=case.epochs,
-                kernel=case.kernel, params=dict(case.params))
+    """``impl`` (a callable of this process, or a :class:`~perceptron_oracle.sandbox.Sandbox`)
+    on the case, its answer as a trace document (``sandbox.trace_document``: a Trace's
+    fields, or the dict, checked for size first) that :func:`judge` validates as it
+    validates a trace file."""
+    result = impl(case.algorithm, case.X.copy(), case.y.copy(), epochs=case.epochs,
+                  kernel=case.kernel, params=dict(case.params))
+    if isinstance(impl, Sandbox):   # already plain data, checked in the worker
+        return result
+    return trace_document(result, len(case.y) * case.epochs)
+
+
+def sandboxed(box: Sandbox, cases: list[Case]) -> Callable[[Case], Any]:
+    """``produce`` for :func:`verify`: :func:`run_external` through ``box``, each case's
+    successor sent to the worker as soon as the case's answer is in, so that the worker
+    runs it while this process checks the case (each call keeps its own time limit)."""
+    following = {id(a): b for a, b in zip(cases, cases[1:])}
+
+    def request(case: Case) -> tuple[Any, ...]:
+        return (case.algorithm, case.X, case.y, case.epochs, case.kernel, dict(case.params))
+
+    def produce(case: Case) -> Any:
+        successor = following.get(id(case))
+        ahead = None if successor is None else (id(successor), request(successor))
+        return box.call(request(case), key=id(case), ahead=ahead)
+    return produce
 
 
 def forms_for(case: Case) -> list[str]:
@@ -175,9 +187,14 @@ def forms_for(case: Case) -> list[str]:
 
 def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
            progress: Callable[[int, int], None] | None = None,
-           partial: bool = True) -> list[CaseResult]:
-    """Judge ``produce(case)`` on every case.  ``NotImplementedError`` from ``produce`` makes
-    the case not applicable (its message is the reason); any other exception fails it."""
+           partial: bool = True,
+           output: Callable[[], tuple[str, str]] | None = None) -> list[CaseResult]:
+    """Judge ``produce(case)`` on every case: a Trace (the project's own forms) as it is, a
+    trace document (``run_external``, a trace file) validated first.
+    ``NotImplementedError`` from ``produce`` makes the case not applicable (its message is
+    the reason); ImplementationFailed (a sandboxed implementation that exited, was killed or
+    ran out of time) fails it with its message, any other exception fails it.  ``output``
+    gives what the implementation wrote during the call (``Sandbox.output``)."""
     cases = list(cases)
     results = []
     for i, case in enumerate(cases):
@@ -188,8 +205,10 @@ def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
             result = CaseResult(case, NOT_APPLICABLE, str(exc) or "NotImplementedError")
         except TraceFormatError as exc:
             result = CaseResult(case, FAIL, f"not a valid trace: {exc}")
+        except ImplementationFailed as exc:
+            result = CaseResult(case, FAIL, exc.message)
         except Exception as exc:  # an outside implementation may raise anything
-            result = CaseResult(case, FAIL, f"raised {type(exc).__name__}: {exc}")
+            result = CaseResult(case, FAIL, describe_exception(exc))
         else:
             try:
                 result = judge(case, actual, partial)
@@ -197,6 +216,8 @@ def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
                 result = CaseResult(case, FAIL, f"cannot be compared: {type(exc).__name__}: "
                                                 f"{exc}")
         result.seconds = time.perf_counter() - start
+        if output is not None:
+            result.output = output()
         results.append(result)
         if progress:
             progress(i + 1, len(cases))
@@ -213,9 +234,20 @@ NO_TRACE_FILE = "no trace file"
 
 
 def read_result_file(directory: pathlib.Path, case: Case) -> Trace:
-    """The trace file of ``case``; a missing file means the case was not run."""
+    """The trace file of ``case``; a missing file means the case was not run.  A symbolic
+    link to a file outside ``directory`` is refused unread."""
+    path = result_file(directory, case)
+    if path.is_symlink():
+        try:
+            inside = path.resolve(strict=True).is_relative_to(directory.resolve())
+        except (OSError, RuntimeError):   # a dangling link, or a loop
+            raise TraceFormatError(f"{path.name}: a symbolic link that leads to no file; "
+                                   "not read") from None
+        if not inside:
+            raise TraceFormatError(f"{path.name}: a symbolic link to a file outside "
+                                   f"{directory}; not read")
     try:
-        return trace_files.load_trace_file(result_file(directory, case))
+        return trace_files.load_trace_file(path)
     except FileNotFoundError:
         raise NotImplementedError(NO_TRACE_FILE) from None
 

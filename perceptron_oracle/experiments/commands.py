@@ -22,6 +22,7 @@ from typing import Any
 
 from ..cli import OneLineParser
 from ..errors import OracleInputError
+from ..interrupts import one_line
 from . import khardon_wachman as kw
 from .engine import Engine
 
@@ -580,6 +581,7 @@ def draw_png(path: pathlib.Path, output: Output) -> bool:
     return True
 
 
+@one_line("perceptron-oracle experiment")
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.list:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..cli import OneLineParser
 from ..errors import OracleInputError
+from ..interrupts import one_line
 
 LIBRARIES = ("scikit-learn", "river")
 
@@ -208,6 +209,7 @@ def report(golden_dir: Any = None, libraries: Sequence[str] | None = None, *,
     return "\n".join(lines) + "\n", status
 
 
+@one_line("perceptron-oracle peers")
 def main(argv: Sequence[str] | None = None) -> int:
     """``perceptron-oracle peers [--golden-dir DIR] [--library NAME ...]``."""
     parser = OneLineParser(prog="perceptron-oracle peers",
