@@ -195,8 +195,8 @@ def test_traces_validate_against_the_schema(files, tmp_path):
     import pathlib
 
     import jsonschema  # in the [test] extra
-    schema_path = (pathlib.Path(__file__).parent.parent / "conformance_data" / "schema" /
-                   "trace-1.schema.json")
+    schema_path = (pathlib.Path(__file__).parent.parent / "perceptron_oracle" /
+                   "conformance_data" / "schema" / "trace-1.schema.json")
     validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text()))
     for argv in (["--impl", "fast", "--form", "dual", "--kernel", "poly:degree=3,coef0=-1/2"],
                  ["--param", "eta=0.1"], ["--impl", "fast", "--kernel", "rbf:gamma=2"]):
@@ -228,8 +228,8 @@ def test_the_trace_schema_takes_every_algorithms_trace():
     import jsonschema
 
     from perceptron_oracle.registry import ALGORITHMS
-    schema = json.loads((pathlib.Path(__file__).parent.parent / "conformance_data" / "schema" /
-                         "trace-1.schema.json").read_text())
+    schema = json.loads((pathlib.Path(__file__).parent.parent / "perceptron_oracle" /
+                         "conformance_data" / "schema" / "trace-1.schema.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     assert set(schema["properties"]["algorithm"]["enum"]) == set(ALGORITHMS)
     X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -0.5], [1.0, 1.0], [0.5, -1.0]])

@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).parent.parent
 @pytest.mark.skipif(shutil.which("node") is None, reason="node (JavaScript) is not installed")
 def test_javascript_implementation_passes_verify(tmp_path, capsys):
     done = subprocess.run(["node", str(ROOT / "examples" / "javascript" / "perceptron.mjs"),
-                           str(ROOT / "conformance_data"), str(tmp_path)],
+                           str(ROOT / "perceptron_oracle" / "conformance_data"), str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert main(["verify", "--results", str(tmp_path), "--algorithm", "perceptron",

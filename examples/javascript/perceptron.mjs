@@ -2,13 +2,13 @@
 // HO_p(c) and the p-norm Perceptron with the linear kernel (section 12), in plain JavaScript
 // with float64 numbers, checked against the golden files:
 //
-//   node examples/javascript/perceptron.mjs conformance_data OUT_DIR
+//   node examples/javascript/perceptron.mjs perceptron_oracle/conformance_data OUT_DIR
 //   perceptron-oracle verify --results OUT_DIR --algorithm perceptron \
 //       --algorithm higher_order --algorithm pnorm_perceptron --kernel linear
 //
 // It reads every case file the manifest lists, runs each case it implements and writes one
 // trace per case to OUT_DIR/<file>-<id>.json. It only needs the format documented in
-// conformance_data/README.md: nothing here is generated from the Python code.
+// perceptron_oracle/conformance_data/README.md: nothing here is generated from the Python code.
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 
