@@ -25,7 +25,14 @@ Cases (rows x columns at ``--size 1``; one epoch each; the measured update rate 
   5,000 x 100, ``pumma primal p=4`` 10,000 x 100 (delta = 0; separable with margin 0.1, 2%
   of the labels flipped: 10-13% updates on 20,000 rows, more on the shorter runs); the
   same 5,000 rows under the Gaussian kernel (``MARGIN_RBF``) for ``romma dual rbf`` and
-  ``pumma dual p=2 rbf`` (about 40% updates: both ask for a margin of 1 in feature space).
+  ``pumma dual p=2 rbf`` (about 40% updates: both ask for a margin of 1 in feature space);
+- ALMA_p(alpha; 1/alpha, sqrt 2) (alpha in the name's ``a=``; B, C the defaults):
+  ``alma primal p=2`` and ``alma primal p=10.6`` (p = 2 ln n, Gentile's choice, as in
+  tests/benchmarks/test_alma_bench.py) 20,000 x 200, separable with margin 0.05, no label
+  noise: at alpha = 1 (threshold 0: a correction only at a mistake) the low correction
+  rates, 0.9% and 2.4%; at alpha = 0.1 (the default: a margin of (1 - alpha) B sqrt(p - 1)
+  / sqrt(k) asked for) the high ones, 69% and 96%; ``alma dual p=2 rbf a=0.5`` on the
+  ``MARGIN_RBF`` cases' 5,000 rows under that kernel (14% corrections).
 
 Columns, in microseconds per trial (best of ``--repeat`` runs, of more while they add up to
 less than ``MIN_SECONDS``; every path runs once before its timing, which loads numba's cache
@@ -40,7 +47,10 @@ or compiles):
   the pass alone); ``ho primal``, ``ho implicit p=2``
   and ``sop primal``: the bare BLAS calls one primal update needs, in place on an n x n
   matrix, times the run's mistakes K (HO: dsymv, dsyr2, dsymv; SOP: dsymv, dsyr, dsymv; so
-  fast/floor is the time per mistake over the BLAS calls per mistake); ``ho implicit p=4``:
+  fast/floor is the time per mistake over the BLAS calls per mistake); ``alma primal``: one
+  ``X @ w`` pass, the rows' p-norms (vectorised numpy) and the calls of one correction on
+  th in place times the run's corrections (p = 2: BLAS daxpy, dnrm2, dscal; p != 2:
+  daxpy and the link's two powers over n); ``ho implicit p=4``:
   the BLAS calls of one update of B kept explicitly (dgemv B x, dger, dgemv B v, dgemv
   B^T g), times K; every dual form: the T x |S| kernel block ``kernel.matrix(X, X[S])``
   against the run's final support set S, for SOP's and HO's duals plus the packed BLAS
@@ -52,21 +62,26 @@ or compiles):
   here does; Perceptron primal forms only;
 - ``np loop``: the algorithm as a per-trial numpy loop a user would write (one dot product
   per trial; at a mistake the update in numpy: HO's A_k in the primal representation, B_k
-  explicitly for p = 4, SOP's inverse by Sherman-Morrison, ROMMA/PUMMA's closed forms; the
-  kernel Perceptron's loop takes one kernel row against the support set per trial; SOP's and
-  HO's duals are compared with their dual algorithm as such a loop (one kernel row against
-  the mistakes per trial, the bordered matrix in numpy); ROMMA's and PUMMA's duals, run with
-  the linear kernel, with their dual algorithm as such a loop (one kernel row against the
-  support set per trial, the closed forms on the coefficients); PUMMA p = 4's loop scores
-  one trial at a time and solves each update with the fast form's own solver); ``numba
-  loop``: the plain loop compiled by numba with scalar dot products (Perceptron, p-norm,
-  ROMMA, PUMMA p = 2); ``primal``: the fast primal form of the same algorithm on the same
+  explicitly for p = 4, SOP's inverse by Sherman-Morrison, ROMMA/PUMMA's closed forms,
+  ALMA's correction, projection and link f^-1 (its dual: one kernel row against the support
+  set per trial, ||w||^2 by Gentile's recurrence); the kernel Perceptron's loop takes one
+  kernel row against the support set per trial; SOP's and HO's duals are compared with their
+  dual algorithm as such a loop (one kernel row against the mistakes per trial, the bordered
+  matrix in numpy); ROMMA's and PUMMA's duals, run with the linear kernel, with their dual
+  algorithm as such a loop (one kernel row against the support set per trial, the closed
+  forms on the coefficients); PUMMA p = 4's loop scores one trial at a time and solves each
+  update with the fast form's own solver); ``numba loop``: the plain loop compiled by numba
+  with scalar dot products (Perceptron, p-norm, ROMMA, PUMMA p = 2, ALMA primal: |x|^p and
+  f^-1 by scalar powers); ``primal``: the fast primal form of the same algorithm on the same
   data (HO's implicit and dual rows, SOP's, ROMMA's and PUMMA's dual rows); ``primal np
   loop``: ROMMA's and PUMMA's primal numpy loops on their dual rows' data (with the linear
   kernel the dual's compiled engine is the primal's loop, and its numpy engine does |S|
   times a primal's work per trial: the kernel block, its floor, is itself slower than that
-  loop). Every peer's mistakes (ROMMA/PUMMA: updates) are checked against
-  the fast form's: a difference stops the run.
+  loop). Every peer's mistakes (ROMMA/PUMMA: updates; ALMA: corrections) are checked against
+  the fast form's: a difference stops the run. No outside library's ALMA is a peer: river's
+  ``ALMAClassifier`` (the peers extra) runs another rule than Gentile's (x not divided by
+  ||x||_p, a correction at y w.x < rather than <= the threshold, no link f^-1 at p != 2, and
+  only x's coordinates of w divided by max{1, ||w||_p}), so its corrections cannot match.
 - ``peak MiB``: the dual forms' tracemalloc peak during one run (shipped engine / numpy
   engine), beside the kernel cache cap ``kernels.KERNEL_CACHE_BYTES`` printed in the header.
   Numba's own allocations are not traced (the compiled loops allocate their arrays in numpy
@@ -78,7 +93,9 @@ BLAS thread competes with them on a shared machine); the header prints what was 
 
 Ratios: fast/floor and fast/peer (lower is faster).  ``--compare BASELINE`` fails (exit 1)
 when a ratio is worse than the baseline's by more than ``--margin`` (default 1.5: machines are
-noisy); a case missing from either side is reported, not failed.  Needs numba and
+noisy); a case missing from either side is reported, not failed ("only in the run": a case
+added since the baseline was written, as ALMA's rows are for tests/benchmarks/baseline.json;
+"only in the baseline": a case left out by ``--only`` or removed).  Needs numba and
 scikit-learn for the peer columns (a missing one is printed as "-").
 """
 
@@ -96,10 +113,13 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import blas
 
-from .cli import OneLineParser
 from .errors import OracleInputError
+from .fast import alma as fast_alma
 from .interrupts import one_line
+from .pnorm_float import link_inverse
+from .usage import OneLineParser
 
 MARGIN_RBF = "rbf:gamma=0.5"   # ROMMA's and PUMMA's kernel duals (the linear: the primal loop)
 RATES = {"0.1%": 0.0, "3%": 0.013, "25%": 0.14}  # label-noise rates giving those update rates
@@ -182,14 +202,13 @@ def numpy_dual_loop(X: np.ndarray, y: np.ndarray, kernel: Any) -> list[int]:
 
 
 def numpy_pnorm_loop(X: np.ndarray, y: np.ndarray, p: float) -> list[int]:
-    from .fast.higher_order import pnorm_gradient
     v, w = np.zeros(X.shape[1]), np.zeros(X.shape[1])
     mistakes = []
     for t in range(X.shape[0]):
         if y[t] * (X[t] @ w) <= 0:
             mistakes.append(t)
             v += y[t] * X[t]
-            w = pnorm_gradient(v, p)
+            w = link_inverse(v, p)
     return mistakes
 
 
@@ -197,7 +216,6 @@ def numpy_ho_loop(X: np.ndarray, y: np.ndarray, p: float = 2.0, c: float = HO_C)
     """HO_p(c), rho_k = c/k: p = 2 keeps A_k = B_k^T B_k (A -= rho (a x^T + x a^T) -
     rho^2 (x.a) x x^T, a = A x); p > 2 keeps B_k (B -= rho (B x) g(x)^T) and
     w = B^T g(B v)."""
-    from .fast.higher_order import pnorm_gradient
     n = X.shape[1]
     M, v, w = np.eye(n), np.zeros(n), np.zeros(n)
     mistakes: list[int] = []
@@ -212,8 +230,8 @@ def numpy_ho_loop(X: np.ndarray, y: np.ndarray, p: float = 2.0, c: float = HO_C)
                 M -= rho * (np.outer(a, x) + np.outer(x, a)) - rho * rho * (x @ a) * np.outer(x, x)
                 w = M @ v
             else:
-                M -= rho * np.outer(M @ x, pnorm_gradient(x, p))
-                w = M.T @ pnorm_gradient(M @ v, p)
+                M -= rho * np.outer(M @ x, link_inverse(x, p))
+                w = M.T @ link_inverse(M @ v, p)
     return mistakes
 
 
@@ -424,6 +442,55 @@ def pumma_trial_loop(X: np.ndarray, y: np.ndarray, p: float, delta: float = 0.0
     return updates
 
 
+
+def numpy_alma_loop(X: np.ndarray, y: np.ndarray, p: float, alpha: float) -> list[int]:
+    """ALMA_p(alpha; 1/alpha, sqrt 2) per trial in plain numpy: a correction when
+    y w.x / ||x||_p <= (1 - alpha) B sqrt(p - 1) / sqrt(k); then th += C / sqrt((p - 1) k)
+    y x / ||x||_p, th / max{1, ||th||_p}, w = f^-1(th) = sign(th) |th|^(p-1) / ||th||_p^(p-2)."""
+    B, C = 1.0 / alpha, math.sqrt(2.0)
+    norms = np.sum(np.abs(X) ** p, axis=1) ** (1.0 / p)
+    inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    theta, w = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    k, corrections = 1, []
+    for t in range(X.shape[0]):
+        if y[t] * (X[t] @ w) * inv[t] <= (1.0 - alpha) * B * math.sqrt(p - 1.0) / math.sqrt(k):
+            theta += C / (math.sqrt(p - 1.0) * math.sqrt(k)) * float(y[t]) * inv[t] * X[t]
+            N = float(np.sum(np.abs(theta) ** p)) ** (1.0 / p)
+            if N > 1.0:
+                theta /= N
+                N = 1.0
+            w = np.sign(theta) * np.abs(theta) ** (p - 1.0) / N ** (p - 2.0)
+            k += 1
+            corrections.append(t)
+    return corrections
+
+
+def numpy_alma_dual_loop(X: np.ndarray, y: np.ndarray, kern: Any, alpha: float
+                         ) -> list[int]:
+    """ALMA_2(alpha; 1/alpha, sqrt 2)'s dual per trial: one kernel row against the support
+    set (x^ = phi(x) / sqrt(k(x, x))), ||w||^2 by Gentile's recurrence, reset to 1 after a
+    projection."""
+    B, C = 1.0 / alpha, math.sqrt(2.0)
+    kn = np.sqrt(np.maximum(np.asarray(kern.diagonal(X), dtype=np.float64), 0.0))
+    inv = np.divide(1.0, kn, out=np.zeros_like(kn), where=kn > 0)
+    S: list[int] = []
+    a, ww, k, corrections = np.zeros(0), 0.0, 1, []
+    for t in range(X.shape[0]):
+        s = float(a @ (kern.matrix(X[S], X[t:t + 1])[:, 0] * inv[S])) * inv[t] if S else 0.0
+        if y[t] * s > (1.0 - alpha) * B / math.sqrt(k):
+            continue
+        eta, label = C / math.sqrt(k), float(y[t])
+        if kn[t] > 0:
+            S.append(t)
+            a = np.append(a, eta * label)
+            ww += 2.0 * eta * label * s + eta * eta
+        if ww > 1.0:
+            a /= math.sqrt(ww)
+            ww = 1.0
+        k += 1
+        corrections.append(t)
+    return corrections
+
 # -- numba loops (peers) ----------------------------------------------------------------------
 # Plain Python here, compiled by numba.njit (cache=True) at the first numba_loops() call.
 def _nb_dense(X: Any, y: Any, flags: Any) -> None:
@@ -549,12 +616,40 @@ def _nb_pumma(X: Any, threshold: float, y: Any, flags: Any) -> None:
             b -= 0.5 * w[i] * (X[pos, i] + X[neg, i])
 
 
+
+def _nb_alma(X: Any, p: float, alpha: float, y: Any, flags: Any) -> None:
+    n = X.shape[1]
+    theta, w = np.zeros(n), np.zeros(n)
+    B, C, k = 1.0 / alpha, np.sqrt(2.0), 1
+    for t in range(X.shape[0]):
+        nx, s = 0.0, 0.0
+        for i in range(n):
+            nx += abs(X[t, i]) ** p
+            s += X[t, i] * w[i]
+        nx = nx ** (1.0 / p)
+        if nx == 0.0 or y[t] * s / nx > (1.0 - alpha) * B * np.sqrt(p - 1.0) / np.sqrt(k):
+            continue
+        flags[t] = 1
+        step = C / (np.sqrt(p - 1.0) * np.sqrt(k)) * y[t] / nx
+        N = 0.0
+        for i in range(n):
+            theta[i] += step * X[t, i]
+            N += abs(theta[i]) ** p
+        N = N ** (1.0 / p)
+        if N > 1.0:
+            for i in range(n):
+                theta[i] /= N
+            N = 1.0
+        for i in range(n):
+            w[i] = np.sign(theta[i]) * abs(theta[i]) ** (p - 1.0) / N ** (p - 2.0)
+        k += 1
+
 _NUMBA: dict[str, Callable[..., Any]] = {}
 
 
 def numba_loops() -> dict[str, Callable[..., Any]]:
     """The plain numba loops by name, each returning the trials it flagged (mistakes, or
-    updates for ROMMA/PUMMA); empty without numba."""
+    updates for ROMMA/PUMMA, corrections for ALMA); empty without numba."""
     if _NUMBA:
         return _NUMBA
     try:
@@ -568,7 +663,8 @@ def numba_loops() -> dict[str, Callable[..., Any]]:
             return numba.njit(error_model="numpy")(fn)
     jit = {name: compiled(fn) for name, fn in (
         ("dense", _nb_dense), ("csr", _nb_csr), ("dual", _nb_kernel_dual),
-        ("pnorm", _nb_pnorm), ("romma", _nb_romma), ("pumma", _nb_pumma))}
+        ("pnorm", _nb_pnorm), ("romma", _nb_romma), ("pumma", _nb_pumma),
+        ("alma", _nb_alma))}
 
     def flagged(name: str, y: np.ndarray, *args: Any) -> list[int]:
         flags = np.zeros(len(y), dtype=np.uint8)
@@ -583,6 +679,7 @@ def numba_loops() -> dict[str, Callable[..., Any]]:
         pnorm=lambda X, y, p: flagged("pnorm", y, X, p),
         romma=lambda X, y, delta: flagged("romma", y, X, 1.0 - delta),
         pumma=lambda X, y, delta: flagged("pumma", y, X, 1.0 - delta),
+        alma=lambda X, y, p, alpha: flagged("alma", y, X, p, alpha),
     )
     return _NUMBA
 
@@ -661,6 +758,32 @@ def matvec_floor(X: Any) -> Callable[[], Any]:
     """One X @ w pass over the data."""
     w = np.ones(X.shape[1])
     return lambda: X @ w
+
+
+def alma_floor(X: np.ndarray, p: float, corrections: int) -> Callable[[], Any]:
+    """One X @ w pass, the rows' p-norms (vectorised numpy), and the calls of one primal
+    correction on th in place times ``corrections``: BLAS daxpy, dnrm2, dscal at p = 2; at
+    p != 2 daxpy and the link's two powers over n (|th|^p for ||th||_p, |th|^(p-1) for
+    f^-1(th)) with their sums and products."""
+    matvec = matvec_floor(X)
+    theta = np.full(X.shape[1], 1e-3)
+
+    def run() -> None:
+        matvec()
+        if p == 2.0:
+            np.sqrt(np.einsum("ij,ij->i", X, X))
+        else:
+            np.sum(np.abs(X) ** p, axis=1) ** (1.0 / p)
+        for i in range(corrections):
+            x = X[i % X.shape[0]]
+            blas.daxpy(x, theta, a=1e-9)
+            if p == 2.0:
+                blas.dscal(1.0 / max(1.0, blas.dnrm2(theta)), theta)
+                continue
+            a = np.abs(theta)
+            N = float(np.sum(a ** p)) ** (1.0 / p)
+            np.sign(theta) * a ** (p - 1.0) / N ** (p - 2.0)
+    return run
 
 
 def newton_problems(X: np.ndarray, y: np.ndarray, p: float
@@ -762,6 +885,16 @@ def cases(size: float) -> list[tuple[str, str, Maker]]:
             ("pumma primal p=4", 10_000, "16%", 0.02, 4.0)):
         out.append((name, rate, lambda T=T, noise=noise, p=p: (  # type: ignore[misc]
             *dense_data(rows(T), 100, noise, margin=0.1, seed=41), p)))
+    p_ln = 2.0 * math.log(200)   # ALMA_p's p = 2 ln n (Gentile's choice; n = 200)
+    for name, rate, p, noise in (("alma primal p=2 a=1", "0.9%", 2.0, 0.0),
+                                 ("alma primal p=2 a=0.1", "69%", 2.0, 0.0),
+                                 ("alma primal p=10.6 a=1", "2.4%", p_ln, 0.0),
+                                 ("alma primal p=10.6 a=0.1", "96%", p_ln, 0.0)):
+        out.append((name, rate, lambda p=p, noise=noise: (  # type: ignore[misc]
+            *dense_data(rows(20_000), 200, noise, seed=51), p)))
+    out.append(("alma dual p=2 rbf a=0.5", "14%", lambda: (
+        *dense_data(rows(5_000), 100, 0.02, margin=0.1, seed=41), 2.0,
+        parse_kernel(MARGIN_RBF))))
     for name in ("romma dual rbf", "pumma dual p=2 rbf"):
         out.append((name, "40%", lambda: (
             *dense_data(rows(5_000), 100, 0.02, margin=0.1, seed=41), 2.0,
@@ -885,8 +1018,32 @@ def _margin_plan(name: str, data: tuple[Any, ...]) -> Plan:
     return Plan(run, engines, floor, peers, key="updates", dual="dual" in name)
 
 
+def _alma_plan(name: str, data: tuple[Any, ...]) -> Plan:
+    """ALMA_p(alpha; 1/alpha, sqrt 2), alpha from the name's "a=": the primal at p (peers:
+    the numpy and numba loops), the dual at p = 2 under the case's kernel (peer: the numpy
+    dual loop); the corrections are compared."""
+    X, p = data[0], data[2]
+    alpha = float(name.split("a=")[1])
+    if "dual" in name:
+        kern = data[3]
+        run, engines = _with_engine(fast_alma.dual, kernel=kern, alpha=alpha)
+        peers: dict[str, Callable[[Any, Any], Any]] = {
+            "np loop": lambda X, y: numpy_alma_dual_loop(X, y, kern, alpha)}
+        return Plan(run, engines, lambda tr: kernel_block_floor(X, kern, tr), peers,
+                    key="updates", dual=True)
+    run, engines = _with_engine(fast_alma.primal, p=p, alpha=alpha)
+    peers = {"np loop": lambda X, y: numpy_alma_loop(X, y, p, alpha)}
+    loops = numba_loops()
+    if loops:
+        peers["numba loop"] = lambda X, y: loops["alma"](X, y, p, alpha)
+    return Plan(run, engines, lambda tr: alma_floor(X, p, len(tr.updates)), peers,
+                key="updates")
+
+
 def plan_for(name: str, data: tuple[Any, ...]) -> Plan:
     family = name.split()[0]
+    if family == "alma":
+        return _alma_plan(name, data)
     if family in ("perceptron", "pnorm"):
         return _perceptron_plan(name, data)
     if family in ("ho", "sop"):
@@ -1054,6 +1211,7 @@ def legend(results: dict[str, Any]) -> list[str]:
     lines = ["floor: X @ w pass (perceptron, pnorm, romma/pumma primal; pumma p > 2: plus "
              "its updates' Newton solves by the compiled solver alone); BLAS calls of one "
              "update x mistakes (ho primal/implicit, sop primal: fast/floor is per mistake); "
+             "X @ w pass + row p-norms + one correction's calls x corrections (alma primal); "
              "T x |S| kernel block (every dual; SOP, HO: plus the packed BLAS per mistake)"]
     if any("peak_mib" in row for row in results.values()):
         lines.append(f"peak MiB: tracemalloc peak of one run, engine auto / numpy; kernel "

@@ -18,6 +18,7 @@ from .errors import OracleInputError
 from .interrupts import one_line
 from .numbers import to_fraction
 from .params import parse_assignment
+from .usage import OneLineParser
 
 # The Higher-Order Perceptron paper defines its algorithms on normalised instances: the CLI
 # normalises (to the run's p-norm) unless told --normalize none; the library call never does.
@@ -25,14 +26,6 @@ NORMALIZED_BY_DEFAULT = ("higher_order", "pnorm_perceptron")
 
 #: The options of ``verify --fuzz`` alone.
 _FUZZ_OPTIONS = ("fuzz_examples", "fuzz_seed", "fuzz_out")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse with its usage errors as OracleInputError: ``main`` prints one line naming
-    the problem and exits 2 (the forwarded commands' parsers too)."""
-
-    def error(self, message: str) -> Any:
-        raise OracleInputError(message)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -204,11 +197,12 @@ def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dic
                      prepared: str) -> int:
     """``run --multiclass ovr``: one binary learner per class, each trial for trial the
     binary run on (X, +1 for its class, -1 elsewhere): the fast forms share each block's
-    product (``fast.multiclass.one_vs_rest``), the reference runs K times.  ``--out`` writes
+    product (``multiclass.one_vs_rest``), the reference runs K times.  ``--out`` writes
     ``{"format": "perceptron-oracle/one-vs-rest@1", "classes": [...], "traces": [...]}``."""
     import json
 
-    from .fast.multiclass import one_vs_rest, relabel
+    from .fast.multiclass import relabel
+    from .multiclass import one_vs_rest
     from .registry import get, run
 
     start = time.perf_counter()

@@ -80,7 +80,6 @@ def wdbc(normalized: bool = False, rows: int | None = None) -> Dataset:
     """Wdbc, 569 x 30 raw features (up to ~4,250), y = +1 benign, -1 malignant, in the
     file's order; ``normalized``: every row scaled to unit 2-norm (float64,
     ``preprocessing.normalize``); ``rows``: the first that many."""
-    from .preprocessing import normalize
     X, y = _read_shipped("wdbc")
     if rows is not None:
         X, y = X[:rows], y[:rows]
@@ -95,7 +94,6 @@ def digits(positive: int = 3, rows: int | None = 600, normalized: bool = True) -
     """Digits (8 x 8 images, pixel values 0..16), ``positive`` against the rest (+1 / -1),
     the first ``rows`` examples in the file's order, rows at unit 2-norm unless
     ``normalized`` is false."""
-    from .preprocessing import normalize
     X, digit = _read_shipped("digits")
     if rows is not None:
         X, digit = X[:rows], digit[:rows]
@@ -110,7 +108,6 @@ def digits(positive: int = 3, rows: int | None = 600, normalized: bool = True) -
 def digit_classes(rows: int | None = None, normalized: bool = True) -> Dataset:
     """Digits with their ten class labels 0..9 (one-vs-rest data), the first ``rows``
     examples (all 1,797 by default), rows at unit 2-norm unless ``normalized`` is false."""
-    from .preprocessing import normalize
     X, digit = _read_shipped("digits")
     if rows is not None:
         X, digit = X[:rows], digit[:rows]

@@ -67,6 +67,8 @@ import scipy.sparse as sp
 from .errors import DataError, ParamError
 from .fast.multiclass import PerceptronOvR
 from .kernels import parse_kernel
+from .pnorm_float import row_norms
+from .reference.perceptron import PREDICTION_MODES
 from .registry import ALGORITHMS, get, run
 
 try:
@@ -223,8 +225,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
             W, b = self._primal()
             out = np.asarray(X @ W.T, dtype=np.float64) + b
             if self._algorithm == "alma":
-                from .fast.alma import row_pnorms
-                norms = row_pnorms(X, float(get("alma").params.resolve(
+                norms = row_norms(X, float(get("alma").params.resolve(
                     self._family_params())["p"]))
                 divided: np.ndarray = np.divide(out, norms[:, None], out=np.zeros_like(out),
                                                 where=norms[:, None] > 0)
@@ -381,7 +382,6 @@ class Perceptron(_OnlineClassifier):
 
     def _check_params(self) -> None:
         super()._check_params()
-        from .reference.perceptron import PREDICTION_MODES
         if self.hypothesis not in PREDICTION_MODES:
             raise ParamError(f"hypothesis must be one of {', '.join(PREDICTION_MODES)}, "
                              f"got {self.hypothesis!r}")

@@ -21,12 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from . import datasets, golden
-from .cli import OneLineParser
 from .compare import compare
 from .data import Dataset
 from .errors import OracleInputError
 from .interrupts import one_line
 from .registry import ALGORITHMS, get, run
+from .usage import OneLineParser
 
 #: Parameters the table runs beside an algorithm's defaults.
 EXTRA_PARAMS: dict[str, list[dict[str, Any]]] = {"pumma": [{"C": 1}]}

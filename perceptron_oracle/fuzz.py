@@ -73,7 +73,7 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
-from . import __version__, atomic, golden
+from . import __version__, atomic, golden, verify
 from .compare import compare
 from .errors import OracleInputError, TraceFormatError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
@@ -760,8 +760,6 @@ def _replay_document(algorithm: str, finding: Finding, seed_value: int) -> str:
 def _replay(impl: External, directory: pathlib.Path, failures: list[AlgorithmReport]) -> None:
     """Replay the directory as ``verify`` does and record what it says, so the report shows
     that the replay fails where the fuzzer found the disagreement."""
-    from . import verify
-
     by_algorithm = {r.algorithm: r for r in failures}
     for result in verify.verify(golden.load(directory),
                                 lambda c: verify.run_external(c, impl)):

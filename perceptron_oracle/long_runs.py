@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from .cli import OneLineParser
 from .compare import compare
 from .errors import OracleInputError
 from .fast.driver import FloatRangeError
@@ -42,6 +41,7 @@ from .fast.higher_order import numba_available
 from .interrupts import one_line
 from .registry import ALGORITHMS, Algorithm
 from .trace import Trace
+from .usage import OneLineParser
 
 #: The default number of trials of each run.
 TRIALS = 100_000

@@ -5,14 +5,17 @@ record_scores) -> Trace``.  Each fast form is declared once, as a :class:`Form` 
 what it takes (the linear kernel only or any kernel; p = 2 only or any p; CSR input; the
 keyword ``engine``), and every consumer reads the forms from here: ``run``, the differential
 suite, ``perceptron-oracle check`` and ``verify.forms_for``, the shadow runs of the fragile
-rule (``reference.common.shadow_errors``), ``fuzz``, ``fragility``, the estimators and the
-benchmarks.  A new family adds an :class:`Algorithm` to ``ALGORITHMS``; a new form of a
-family is one :func:`register_form` call (or one more :class:`Form` in the family's entry).
+rule (``shadows.FastShadowRuns``, handed to the exact runs), ``fuzz``, ``fragility``, the
+estimators and the benchmarks.  A new family adds an :class:`Algorithm` to ``ALGORITHMS``;
+a new form of a family is one :func:`register_form` call (or one more :class:`Form` in the
+family's entry).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import InitVar, dataclass, field
 from types import ModuleType
@@ -38,6 +41,7 @@ from .reference import pnorm_perceptron as pnorm_perceptron_ref
 from .reference import pumma as pumma_ref
 from .reference import romma as romma_ref
 from .reference import second_order as second_order_ref
+from .shadows import FastShadowRuns
 from .trace import Trace
 
 Implementation = Callable[..., Trace]
@@ -81,12 +85,15 @@ class Form:
 @dataclass(eq=False)
 class Algorithm:
     """One family: its reference module (``PARAMS``, the exact run named after the family,
-    ``final_error_bounds``) and its fast forms, the default first."""
+    ``final_error_bounds``) and its fast forms, the default first.  ``forced_tested``: the
+    fast run along forced updates that also returns the update test's left side per trial
+    (PUMMA's soft margin, ``fast.pumma.forced_run``), for the shadow runs."""
 
     name: str
     reference: ModuleType            # the family's module in reference/
     fast_forms: InitVar[Iterable[Form]]
     _forms: dict[str, Form] = field(init=False, repr=False)
+    forced_tested: Callable[..., tuple[Trace, list[float]]] | None = None
 
     def __post_init__(self, fast_forms: Iterable[Form]) -> None:
         self._forms = {}
@@ -147,13 +154,23 @@ class Algorithm:
         bounds: dict[str, Any] = self.reference.final_error_bounds(trace, X)
         return bounds
 
+    @property
+    def shadow_runs(self) -> FastShadowRuns:
+        """This family's fast forms as the exact run's shadow runs take them (SPEC.md
+        section 3, "Shadow runs"; ``reference.common.ShadowRuns``)."""
+        return FastShadowRuns(self.forms_for, lambda name: self.implementation("fast", name),
+                              self.forced_tested)
+
     def implementation(self, impl: str = "reference", form: str | None = None) -> Implementation:
-        """The callable for ``impl`` ("reference" or "fast") and, for fast, ``form``."""
+        """The callable for ``impl`` ("reference" or "fast") and, for fast, ``form``.  An
+        exact run that takes ``shadows`` (the a-posteriori fragile rule's shadow runs) is
+        given this family's (:attr:`shadow_runs`); its signature is then the protocol's,
+        without ``shadows``."""
         if impl == "reference":
             if form not in (None, "reference"):
                 raise UnknownAlgorithmError("the reference has one form, 'reference'")
             reference: Implementation = getattr(self.reference, self.name)
-            return reference
+            return _with_shadows(reference, self.shadow_runs)
         if impl != "fast":
             raise UnknownAlgorithmError(f"unknown implementation {impl!r} (reference, fast)")
         return self.form(form or self.forms[0]).run
@@ -172,6 +189,22 @@ class Algorithm:
             raise ParamError(f"{self.name}: no fast form takes kernel {kernel} with "
                              f"{params}")
         return forms[0]
+
+
+def _with_shadows(reference: Implementation, shadows: FastShadowRuns) -> Implementation:
+    """``reference`` given ``shadows`` when it takes them, with the signature it has
+    without them; ``reference`` itself otherwise."""
+    signature = inspect.signature(reference)
+    if "shadows" not in signature.parameters:
+        return reference
+
+    @functools.wraps(reference)
+    def exact_run(*args: Any, **kwargs: Any) -> Trace:
+        return reference(*args, shadows=shadows, **kwargs)
+
+    exact_run.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for p in signature.parameters.values() if p.name != "shadows"])
+    return exact_run
 
 
 def _forms(module: ModuleType, *declared: tuple[str, dict[str, Any]]) -> list[Form]:
@@ -198,7 +231,8 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("romma", romma_ref, _forms(
             romma_fast, ("primal", _ENGINE), ("dual", _ANY | _ENGINE))),
         Algorithm("pumma", pumma_ref, _forms(
-            pumma_fast, ("primal", _ENGINE), ("dual", _ANY | _P2 | _ENGINE))),
+            pumma_fast, ("primal", _ENGINE), ("dual", _ANY | _P2 | _ENGINE)),
+            forced_tested=pumma_fast.forced_run),
         Algorithm("alma", alma_ref, _forms(
             alma_fast, ("primal", _LINEAR), ("dual", _ANY | _P2))),
     )

@@ -2,9 +2,10 @@
 
 One run of the command over every case: each case's row is printed and written to --json,
 and the command exits 0 only when every engine and every peer (numpy loop, numba loop,
-scikit-learn, HO primal) made the fast form's mistakes (ROMMA/PUMMA: its updates) on every
-case (``benchmarks.measure`` asserts it; the command turns a difference into exit 1).  The
-timings at this size mean nothing and are not checked.  Bad options get one line and exit 2.
+scikit-learn, HO primal) made the fast form's mistakes (ROMMA/PUMMA: its updates; ALMA: its
+corrections) on every case (``benchmarks.measure`` asserts it; the command turns a
+difference into exit 1).  The timings at this size mean nothing and are not checked.  Bad
+options get one line and exit 2.
 """
 
 from __future__ import annotations
@@ -48,12 +49,32 @@ def test_every_row_has_its_floor_its_loops_and_the_duals_memory(tiny_run):
         assert ratios["fast/floor"] > 0 and ratios["fast/np loop"] > 0, key
         assert ("peak_mib" in row) == (" dual " in f" {key} "), key
         if _compiled.available() and key.startswith(("perceptron", "pnorm", "romma primal",
-                                                     "pumma primal p=2")):
+                                                     "pumma primal p=2", "alma primal")):
             assert "fast/numba loop" in ratios, key
         if key.startswith("perceptron primal"):
             assert "fast/sklearn" in ratios, key
         if key.startswith(("ho implicit p=2", "ho dual", "sop dual")):
             assert "fast/primal" in ratios, key
+
+
+def test_alma_has_its_rows_at_both_correction_rates_and_its_dual():
+    """ALMA's primal at p = 2 and p = 2 ln n, each at alpha = 1 (low correction rate) and 0.1
+    (high), and its kernel dual, are cases, and no other case's name holds "alma" (``--only
+    alma`` runs these five)."""
+    names = [name for name, _, _ in bench.cases(1.0) if "alma" in name]
+    assert names == ["alma primal p=2 a=1", "alma primal p=2 a=0.1", "alma primal p=10.6 a=1",
+                     "alma primal p=10.6 a=0.1", "alma dual p=2 rbf a=0.5"]
+
+
+def test_compare_reports_a_case_missing_from_the_baseline_without_failing(tiny_run):
+    """A row the baseline lacks (ALMA's, against tests/benchmarks/baseline.json) is a note;
+    only a worse ratio fails."""
+    results = tiny_run[2]["results"]
+    baseline = {k: v for k, v in results.items() if not k.startswith("alma")}
+    failures, notes = bench.compare(results, baseline, bench.DEFAULT_MARGIN)
+    assert failures == []
+    assert sorted(notes) == sorted(f"{k}: only in the run" for k in results
+                                   if k.startswith("alma"))
 
 
 def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):

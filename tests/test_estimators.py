@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from perceptron_oracle import run
 from perceptron_oracle.errors import OracleInputError
-from perceptron_oracle.fast.multiclass import PerceptronOvR, one_vs_rest, relabel
+from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
+from perceptron_oracle.multiclass import one_vs_rest
 from perceptron_oracle.reference import perceptron as ref_perceptron
 from perceptron_oracle.trace import plain_value
 

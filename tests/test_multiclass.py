@@ -23,8 +23,9 @@ from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import DataError, OracleInputError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast.driver import FloatRangeError
-from perceptron_oracle.fast.multiclass import PerceptronOvR, one_vs_rest, relabel
+from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
 from perceptron_oracle.kernels import parse_kernel
+from perceptron_oracle.multiclass import one_vs_rest
 from perceptron_oracle.numbers import to_fraction
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
 from perceptron_oracle.reference import perceptron as ref_perceptron

@@ -16,7 +16,7 @@ from fast_protocol import ENGINES, assert_bad_value_named, needs_numba
 from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import pnorm_perceptron as pn
-from perceptron_oracle.fast.higher_order import pnorm_gradient as numpy_gradient
+from perceptron_oracle.pnorm_float import link_inverse as numpy_gradient
 
 pytestmark = needs_numba
 
@@ -37,9 +37,9 @@ def _vectors() -> list[tuple[str, np.ndarray]]:
 
 @pytest.mark.parametrize("p", POWERS)
 def test_gradient_passes_match_the_numpy_gradient(p):
-    """Within a few units of rounding of ``fast.higher_order.pnorm_gradient`` (the same
+    """Within a few units of rounding of ``pnorm_float.link_inverse`` (the same
     scale, powers and normaliser; another summation order) on every path."""
-    g = _compiled.kernels().pnorm_gradient
+    g = _compiled.kernels().link_inverse
     for name, v in _vectors():
         w = np.full_like(v, np.nan)
         g(v, p, w)
@@ -56,7 +56,7 @@ def test_non_finite_v_keeps_the_scalar_passes_report(bad):
     v is not finite), so the next score is not finite."""
     v = np.array([0.5, bad, -2.0, 0.0])
     w = np.zeros(4)
-    _compiled.kernels().pnorm_gradient(v, 4.0, w)
+    _compiled.kernels().link_inverse(v, 4.0, w)
     with np.errstate(all="ignore"):
         expected = numpy_gradient(v, 4.0)
     assert np.array_equal(np.isnan(w), np.isnan(expected)) and np.isnan(w[1])

@@ -41,8 +41,10 @@ from perceptron_oracle.fast import pumma as fp
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
 from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
 from perceptron_oracle.reference.maximum_margin import NotConverged
-from perceptron_oracle.reference.pumma import pumma as reference
 from perceptron_oracle.trace import plain_value
+
+# the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
+reference = registry.get("pumma").implementation("reference")
 
 
 @needs_numba

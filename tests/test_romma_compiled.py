@@ -36,8 +36,11 @@ from perceptron_oracle.fast import _compiled, _compiled_romma
 from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import forced_updates, run_blocks
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
-from perceptron_oracle.reference.romma import romma as reference
+from perceptron_oracle.registry import get
 from perceptron_oracle.trace import plain_value
+
+# the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
+reference = get("romma").implementation("reference")
 
 
 @needs_numba

@@ -17,10 +17,12 @@ from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast._compiled import available as numba_available
 from perceptron_oracle.numbers import to_fraction
 from perceptron_oracle.properties import romma_pumma as inv
-from perceptron_oracle.reference.pumma import pumma
-from perceptron_oracle.reference.romma import romma
-from perceptron_oracle.registry import run
+from perceptron_oracle.registry import get, run
 from perceptron_oracle.trace import load_trace_file
+
+# the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
+pumma = get("pumma").implementation("reference")
+romma = get("romma").implementation("reference")
 
 F = Fraction
 

@@ -20,8 +20,11 @@ from perceptron_oracle.fast import romma as fast_romma
 from perceptron_oracle.fast._compiled import available as numba_available
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.reference.pumma import NEWTON_TOLERANCE
-from perceptron_oracle.reference.pumma import pumma as reference_pumma
-from perceptron_oracle.reference.romma import romma as reference_romma
+from perceptron_oracle.registry import get
+
+# the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
+reference_pumma = get("pumma").implementation("reference")
+reference_romma = get("romma").implementation("reference")
 
 FORMS = [(fast_romma, "primal"), (fast_romma, "dual"), (fast_pumma, "primal"),
          (fast_pumma, "dual")]
@@ -452,6 +455,6 @@ def test_a_shadow_run_whose_state_overflows_still_measures():
         for form in (fast_romma.primal, fast_romma.dual):
             with pytest.raises(FloatRangeError):
                 form(X, y, engine="numpy")
-    errors = shadow_errors("romma", X, y, 1, "linear", {"delta": 0, "numbers": "auto"},
-                           expected)
+    errors = shadow_errors(get("romma").shadow_runs, X, y, 1, "linear",
+                           {"delta": 0, "numbers": "auto"}, expected)
     assert errors is not None and max(errors[:11]) < 1e-15

@@ -15,9 +15,9 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from perceptron_oracle.reference import pumma as pumma_ref
 from perceptron_oracle.reference import pumma_states
 from perceptron_oracle.reference import romma as romma_ref
+from perceptron_oracle.registry import get
 
 MUTATIONS = {
     "": "none: the reference itself",
@@ -84,7 +84,7 @@ def planted(mutation: str) -> Iterator[None]:
 
 def wrong(mutation: str, algorithm: str, X: Any, y: Any, *, epochs: int, kernel: Any,
           params: dict[str, Any]) -> Any:
-    reference = {"romma": romma_ref.romma, "pumma": pumma_ref.pumma}[algorithm]
+    reference = get(algorithm).implementation("reference")  # with its shadow runs
     with planted(mutation):
         return reference(X, y, epochs=epochs, kernel=kernel, **params)
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..cli import OneLineParser
 from ..errors import OracleInputError
 from ..interrupts import one_line
+from ..usage import OneLineParser
 from . import khardon_wachman as kw
 from .engine import Engine
 

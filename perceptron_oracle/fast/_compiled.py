@@ -50,18 +50,11 @@ import scipy.sparse as sp
 
 from ..data import check_finite_rows
 from ..errors import ParamError
+from ._flags import BLOCKED, MISTAKE, UPDATE
+from ._flags import TINY_SQUARES as TINY_SQUARES  # re-exported: fast.romma, fast.pumma
 from .driver import float_range_error, in_forced_run
 
 ENGINES = ("auto", "numpy", "numba")
-
-#: Per-trial flags written by the loops.
-MISTAKE, UPDATE, BLOCKED = 1, 2, 4
-
-#: A float64 sum of squares at or above this is exact to its rounding (a square that
-#: underflowed is off by at most 2^-1075, far below the sum's ulp of 2^-952); below it, the
-#: forms that can meet such sums (PUMMA's soft margin at a tiny C: ``fast.romma.slack_root``)
-#: sum again on scaled terms.  Fixed, as the flags: the compiled loops read it as a constant.
-TINY_SQUARES = 2.0 ** -900
 
 
 def available() -> bool:
@@ -91,7 +84,8 @@ def kernels() -> ModuleType:
     """The module of the compiled loops, ``fast._numba``: imported (and numba with it) at
     the first compiled run; each loop is compiled, or loaded from numba's cache, at its first
     call.  Kept after the first call: an import statement costs about 3 us, and the kernel
-    duals' block walks ask for the module once per block."""
+    duals' block walks ask for the module once per block.  Imported here, not at the top:
+    numba is the optional extra ``fast``."""
     from . import _numba
     return _numba
 

@@ -35,11 +35,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from . import _compiled
-
-#: Return codes of the loops besides a trial number (a score that is not finite).
-DONE = -1
-#: The dual loop returns ``FULL_BASE - t`` when trial t needs room for one more support.
-FULL_BASE = -2
+from ._flags import DONE as DONE  # the return codes, re-exported for fast.multiclass
+from ._flags import FULL_BASE as FULL_BASE
 
 
 def loops() -> ModuleType:

@@ -16,7 +16,7 @@ locked operations per update; ``fast._numba.pumma_primal``); with the soft margi
 ``pumma_pair_update`` makes the same passes.
 
 p > 2 (``fast._numba.pumma_pnorm_primal``): ``fast.pumma.PNormSpace``'s pair_solve and
-pair_apply (z, f^{-1}(z) by ``pnorm_gradient``, case (i) with CASE_TIE, the infeasibility
+pair_apply (z, f^{-1}(z) by ``link_inverse``, case (i) with CASE_TIE, the infeasibility
 test, case (ii) by the compiled Newton ``pumma_newton`` warm-started from the last case-(ii)
 solution; theta = phi, w = f^{-1}(phi), tt = w.phi) in one helper per update
 (``pnorm_update``: its reference counts cost little beside the Newton's microseconds).  When

@@ -35,8 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from ._compiled import BLOCKED, MISTAKE, TINY_SQUARES, UPDATE
-from ._compiled_multiclass import DONE, FULL_BASE
+from ._flags import BLOCKED, DONE, FULL_BASE, MISTAKE, TINY_SQUARES, UPDATE
 
 
 def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
@@ -509,8 +508,8 @@ def pnorm_powers(v: Any, inv: float, whole: int, q: float, w: Any) -> float:
 
 
 @jit
-def pnorm_gradient_scalar(v: Any, p: float, w: Any) -> None:
-    """``pnorm_gradient`` one element at a time (a float maximum, divisions by the scale),
+def link_inverse_scalar(v: Any, p: float, w: Any) -> None:
+    """``link_inverse`` one element at a time (a float maximum, divisions by the scale),
     for the v the vectorised passes leave out: v = 0, a largest |v_i| that is subnormal or
     at least 2^1023 (2^-e or 2^e would leave float64), or not finite."""
     n = v.shape[0]
@@ -542,10 +541,14 @@ def pnorm_gradient_scalar(v: Any, p: float, w: Any) -> None:
         w[i] = math.copysign(w[i], v[i]) * factor
 
 
+# f^-1 = g, the p-norm link: defined (exact and float64) in ``perceptron_oracle.pnorm`` and
+# ``perceptron_oracle.pnorm_float`` (``link_inverse``, its "binary" scaling); compiled here
+# under the same name, its integer powers by products.
 @jit
-def pnorm_gradient(v: Any, p: float, w: Any) -> None:
-    """w = g(v), the gradient of ||v||_p^2 / 2 (``fast.pnorm_perceptron``), in place, on v
-    scaled by 2^-e, 2^e the power of two just above max |v_i| (g is 1-homogeneous).  Three
+def link_inverse(v: Any, p: float, w: Any) -> None:
+    """w = g(v) = f^-1(v), the gradient of ||v||_p^2 / 2 (``pnorm_float.link_inverse``), in
+    place, on v scaled by 2^-e, 2^e the power of two just above max |v_i| (g is
+    1-homogeneous).  Three
     passes that vectorise: the maximum's exponent from the bit patterns, the powers with
     their sum, the signs and the normaliser.  For an integer p - 1 up to 8 the powers are
     repeated products (p - 2 roundings, within the reference's (p + 1) gamma allowance for
@@ -558,7 +561,7 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
         return
     biased = abs_max_bits(v) >> 52
     if biased == 0 or biased >= 2046:   # v = 0, subnormal, >= 2^1023, inf or NaN
-        pnorm_gradient_scalar(v, p, w)
+        link_inverse_scalar(v, p, w)
         return
     e = biased - 1022                   # math.frexp(max |v_i|)[1]
     q = p - 1.0
@@ -570,6 +573,7 @@ def pnorm_gradient(v: Any, p: float, w: Any) -> None:
     factor = math.ldexp(1.0, e) / norm
     for i in range(n):
         w[i] = math.copysign(w[i], v[i]) * factor
+
 
 
 @jit
@@ -601,7 +605,7 @@ def pnorm_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
                 mistakes[nm] = t
                 nm += 1
                 add_row(X, indptr, indices, data, sparse, j, label, v)
-                pnorm_gradient(v, p, w)
+                link_inverse(v, p, w)
     state[0] = nm
     return -1
 
@@ -1333,7 +1337,7 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
     explicit representation, section 12.7.3), stopping after ``limit`` mistakes: score
     x . w; at a mistake rho (as ``ho_primal``), v += y x, B <- B - rho (B x) g(x)^T
     (dgemv, dger) if rho != 0, and w = B^T g(B v) (two dgemv); g is the p-norm
-    Perceptron's ``pnorm_gradient`` (its powers by products: SPEC.md 12.7.3).  B is n x n in
+    Perceptron's ``link_inverse`` (its powers by products: SPEC.md 12.7.3).  B is n x n in
     Fortran order; ``work`` (4 x n) is scratch.
     Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
     n = X.shape[1]
@@ -1352,14 +1356,14 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
                 dgemv(trans.ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                       ints[2:].ctypes, x.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                       bx.ctypes, ints[1:].ctypes)
-                pnorm_gradient(x, p, gx)
+                link_inverse(x, p, gx)
                 scal[2] = -rho
                 dger(ints.ctypes, ints.ctypes, scal[2:].ctypes, bx.ctypes, ints[1:].ctypes,
                      gx.ctypes, ints[1:].ctypes, B.ctypes, ints[2:].ctypes)
             dgemv(trans.ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                   ints[2:].ctypes, v.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                   theta.ctypes, ints[1:].ctypes)
-            pnorm_gradient(theta, p, gt)
+            link_inverse(theta, p, gt)
             dgemv(trans[1:].ctypes, ints.ctypes, ints.ctypes, scal.ctypes, B.ctypes,
                   ints[2:].ctypes, gt.ctypes, ints[1:].ctypes, scal[1:].ctypes,
                   w.ctypes, ints[1:].ctypes)
@@ -1704,7 +1708,7 @@ def pnorm_pair_solve(z: Any, Fz: Any, theta: Any, a: Any, held: Any, count: int,
     ss = slack_over_c(a, held, count, -1, -1, 0.0, inv_c, a2) if soft else 0.0  # C||xi'||^2
     target = state[7] + ss                                              # ||v~||^2
     state[15], state[16], state[17], state[18] = zs, vs, ss, target
-    pnorm_gradient(z, p, Fz)                                            # f^{-1}(z)
+    link_inverse(z, p, Fz)                                              # f^{-1}(z)
     nz, ft = pnorm_pair_dots(Fz, z, theta)
     if nz + zs <= 0.0:
         return 0
@@ -1745,7 +1749,7 @@ def pnorm_pair_apply(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool,
     n = phi.shape[0]
     for i in range(n):
         theta[i] = phi[i]
-    pnorm_gradient(theta, p, w)
+    link_inverse(theta, p, w)
     state[7] = dense_dot(w, theta, n)
     if beta != 0.0:
         state[8], state[9] = alpha, beta

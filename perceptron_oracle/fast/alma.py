@@ -8,7 +8,8 @@ threshold (1 - alpha) gamma_k is fixed too).
   gradient of (1/2)||w||_q^2, Lemma 3 of Ishibashi, Hatano & Takeda), w = f^-1(th).  A
   correction is th' = th + eta_k y x^ and th <- th' / max{1, ||th'||_p}, which is
   w'/max{1, ||w'||_q} on w' = f^-1(th') since ||f^-1(th')||_q = ||th'||_p.  p-powers are
-  taken on th / max|th| (f^-1 is positively homogeneous), so nothing overflows at
+  taken on th / max|th| (f^-1 is positively homogeneous;
+  ``pnorm_float``'s "max" scaling), so nothing overflows at
   p = 2 ln n.  Scores are (X[block] @ w) / ||x||_p.
 - ``dual`` (p = 2, any kernel): w = sum_i a_i x^_i with x^ = phi(x)/sqrt(k(x, x)); a score
   costs one kernel value per support example (rows k(x_s, X) cached); ||w||^2 follows the
@@ -28,45 +29,11 @@ import scipy.sparse as sp
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
+from ..pnorm_float import link_inverse, norm, row_norms
 from ..reference.alma import PARAMS
 from ..reference.common import check_epochs
 from ..trace import Trace
 from .driver import finite_final, run_blocks
-
-
-def pnorm(v: np.ndarray, p: float) -> float:
-    """||v||_p, computed on v / max|v|."""
-    m = float(np.max(np.abs(v))) if v.size else 0.0
-    if m == 0.0:
-        return 0.0
-    if p == 2.0:
-        return m * float(np.sqrt(np.sum((v / m) ** 2)))
-    return m * float(np.sum(np.abs(v / m) ** p)) ** (1.0 / p)
-
-
-def row_pnorms(X: Any, p: float) -> np.ndarray:
-    """||x_t||_p of every row (dense or CSR), each on x / max|x|."""
-    out = np.zeros(X.shape[0])
-    if sp.issparse(X):
-        for t in range(X.shape[0]):
-            out[t] = pnorm(X.data[X.indptr[t]:X.indptr[t + 1]], p)
-        return out
-    for t in range(X.shape[0]):
-        out[t] = pnorm(X[t], p)
-    return out
-
-
-def link_inverse(theta: np.ndarray, p: float) -> np.ndarray:
-    """f^-1(th)_i = sign(th_i)|th_i|^(p-1) / ||th||_p^(p-2), on th / max|th|."""
-    if p == 2.0:
-        return theta.copy()
-    m = float(np.max(np.abs(theta))) if theta.size else 0.0
-    if m == 0.0:
-        return np.zeros_like(theta)
-    s = theta / m
-    a = np.abs(s)
-    N = float(np.sum(a ** p)) ** (1.0 / p)
-    return m * np.sign(s) * a ** (p - 1) / N ** (p - 2)
 
 
 class _Alma:
@@ -99,7 +66,7 @@ class _Primal(_Alma):
     def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any]):
         super().__init__(y, params)
         self.X = X
-        self.norms = row_pnorms(X, self.p)
+        self.norms = row_norms(X, self.p)
         self.inv = np.divide(1.0, self.norms, out=np.zeros_like(self.norms),
                              where=self.norms > 0)
         self.theta = np.zeros(X.shape[1])
@@ -116,10 +83,10 @@ class _Primal(_Alma):
             self.theta[self.X.indices[lo:hi]] += step * self.X.data[lo:hi]
         else:
             self.theta += step * self.X[j]
-        N = pnorm(self.theta, self.p)
+        N = norm(self.theta, self.p)
         if N > 1.0:
             self.theta /= N
-        self.w = link_inverse(self.theta, self.p)
+        self.w = link_inverse(self.theta, self.p, "max")
         self.corrected()
 
     def final(self) -> dict[str, Any]:

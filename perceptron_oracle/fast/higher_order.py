@@ -45,6 +45,7 @@ from scipy.linalg import blas
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
+from ..pnorm_float import link_inverse
 from ..reference.common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
@@ -53,24 +54,6 @@ from .blas_threads import OneBlasThread
 from .driver import MAX_BLOCK, MIN_BLOCK, DriverResult, finite_final, float_range_error, run_blocks
 
 KERNEL_CACHE_BYTES = 512 * 2**20
-
-
-def pnorm_gradient(theta: np.ndarray, p: float) -> np.ndarray:
-    """g(theta) = grad ||theta||_p^2 / 2 = sign(theta_i) |theta_i|^(p-1) / ||theta||_p^(p-2).
-
-    g(0) = 0; g is the identity for p = 2.  g is positively homogeneous of degree 1, so theta
-    is first scaled by a power of two (exactly) to keep |theta_i|^p inside the float range.
-    """
-    if p == 2.0:
-        return theta.copy()
-    largest = float(np.max(np.abs(theta))) if theta.size else 0.0
-    if largest == 0.0:
-        return np.zeros_like(theta)
-    scale = np.ldexp(1.0, int(np.frexp(largest)[1]))  # a power of two >= largest
-    t = np.abs(theta) / scale
-    powered = t ** (p - 1.0)
-    norm = float(np.sum(powered * t)) ** ((p - 2.0) / p)
-    return np.copysign(powered, theta) * (scale / norm)
 
 
 # -- the compiled per-trial engine (numba, optional) -------------------------------------------
@@ -593,7 +576,7 @@ class _Implicit(_Model):
         if K == self.fx.shape[0]:
             self.fx = np.concatenate([self.fx, np.zeros_like(self.fx)])
             self.fg = np.concatenate([self.fg, np.zeros_like(self.fg)])
-        self.fx[K], self.fg[K] = x, pnorm_gradient(x, self.p)
+        self.fx[K], self.fg[K] = x, link_inverse(x, self.p)
         self.frho.append(rho)
         column = None
         # rho g(x).x in (0, 1]: the factor is a contraction along x (|1 - rho g.x| < 1); only
@@ -632,9 +615,9 @@ class _Implicit(_Model):
             return
         if self.B is not None:                         # p != 2, B_k explicit
             if rho != 0.0:   # B_k = B_{k-1} F_k = B_{k-1} - rho (B_{k-1} x) g(x)^T
-                blas.dger(-rho, blas.dgemv(1.0, self.B, x), pnorm_gradient(x, self.p),
+                blas.dger(-rho, blas.dgemv(1.0, self.B, x), link_inverse(x, self.p),
                           a=self.B, overwrite_a=1)
-            self.w = blas.dgemv(1.0, self.B, pnorm_gradient(blas.dgemv(1.0, self.B, self.v),
+            self.w = blas.dgemv(1.0, self.B, link_inverse(blas.dgemv(1.0, self.B, self.v),
                                                             self.p), trans=1)
             return
         if rho != 0.0:
@@ -643,7 +626,7 @@ class _Implicit(_Model):
                 self.to_explicit()
                 self.update_weights()
                 return
-        self.w = self.apply_bt(pnorm_gradient(self.apply_b(self.v), self.p))
+        self.w = self.apply_bt(link_inverse(self.apply_b(self.v), self.p))
 
     def update_weights(self) -> None:
         """w = B^T g(B v) from the explicit representation the form switched to."""
@@ -651,7 +634,7 @@ class _Implicit(_Model):
             self.w = blas.dsymv(1.0, self.A, self.v)
         else:
             assert self.B is not None
-            self.w = blas.dgemv(1.0, self.B, pnorm_gradient(blas.dgemv(1.0, self.B, self.v),
+            self.w = blas.dgemv(1.0, self.B, link_inverse(blas.dgemv(1.0, self.B, self.v),
                                                             self.p), trans=1)
 
     def to_explicit(self) -> None:

@@ -30,8 +30,9 @@ for all learners; the dual by blocks of kernel values over the union of the supp
 then a per-trial walk), "numpy" by the shared block-ahead pass above.  Both leave the same
 state, hypotheses and traces.
 
-:func:`one_vs_rest` is the entry point for any registered algorithm: the Perceptron through
-:class:`PerceptronOvR`, every other family as K independent fast runs.
+:func:`relabel` makes the K binary label vectors.  The entry point for any registered
+algorithm, ``perceptron_oracle.multiclass.one_vs_rest``, sits above the registry and uses
+:class:`PerceptronOvR` for the Perceptron.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import canonical_csr, check_finite_rows, validate
+from ..data import canonical_csr, check_finite_rows
 from ..errors import DataError, ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
@@ -771,36 +772,3 @@ def relabel(labels: Any, classes: Any = None) -> tuple[np.ndarray, np.ndarray]:
                         f"{classes.shape[0]}")
     Y = np.where(labels[:, None] == classes[None, :], 1, -1).astype(np.int64)
     return classes, Y
-
-
-def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
-                kernel: Any = "linear", epochs: int = 1, classes: Any = None,
-                engine: str | None = None, **params: Any) -> tuple[np.ndarray, list[Trace]]:
-    """One-vs-rest training of ``algorithm`` on (X, labels): (classes, one trace per class).
-
-    The trace of class l is trial for trial the binary fast run of ``algorithm`` on
-    (X, +1 where the label is l, -1 elsewhere).  ``perceptron`` trains its K learners in one
-    shared pass (:class:`PerceptronOvR`; ``engine`` as there, default "auto"), except the
-    numpy engine's dual form when its kernel rows (one row of T values per support example)
-    could exceed ``KERNEL_CACHE_BYTES``; every other algorithm, and that case, runs K
-    independent fast runs (``registry.run``, given ``engine`` when it is not None).  Predict
-    with the label of the largest score.
-    """
-    from ..registry import get, run
-
-    classes, Y = relabel(labels, classes)
-    algo = get(algorithm)
-    form = form or algo.default_form(kernel, params, sparse=sp.issparse(X))
-    shared = algorithm == "perceptron"
-    if shared and form == "dual" and 8 * X.shape[0] * X.shape[0] > KERNEL_CACHE_BYTES:
-        shared = _compiled.choose(engine or "auto",
-                                  compiled_serves=not sp.issparse(X)) == "numba"
-    if not shared:
-        return classes, [run(algorithm, X, Y[:, k], impl="fast", form=form, kernel=kernel,
-                             epochs=epochs, engine=engine, **params)
-                         for k in range(Y.shape[1])]
-    X, _ = validate(X, Y[:, 0])
-    model = PerceptronOvR(X.shape[1], Y.shape[1], form=form, kernel=kernel,
-                          engine=engine or "auto", **params)
-    model.train(X, Y, epochs)
-    return classes, model.traces()

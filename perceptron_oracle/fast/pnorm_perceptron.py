@@ -7,7 +7,7 @@ scored with one product X[block] @ g(v).  Linear kernel only; X dense or CSR.
 
 ``engine="auto"`` (the default) runs the compiled per-trial loop of ``fast._compiled`` when
 numba is installed: one dot product per trial, v += y x and w = g(v) recomputed in place on a
-mistake (O(n), passes that vectorise: ``fast._numba.pnorm_gradient``); ``engine="numpy"`` the
+mistake (O(n), passes that vectorise: ``fast._numba.link_inverse``); ``engine="numpy"`` the
 block-ahead driver.  Under ``forced_updates`` the numpy path runs whatever was asked.  The
 compiled run does not sum dense X for NaN or infinity beforehand: a row holding one scores
 NaN or infinity whatever w is, so the loop's scores are that check, reported as validate()
@@ -24,12 +24,12 @@ import scipy.sparse as sp
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import parse_kernel
+from ..pnorm_float import link_inverse
 from ..reference.common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
 from .driver import finite_final, run_blocks
-from .higher_order import pnorm_gradient
 
 
 class _Primal:
@@ -55,7 +55,7 @@ class _Primal:
             self.v[self.X.indices[lo:hi]] += label * self.X.data[lo:hi]
         else:
             self.v += label * self.X[j]
-        self.w = pnorm_gradient(self.v, self.p)
+        self.w = link_inverse(self.v, self.p)
 
 
 def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,

@@ -15,7 +15,7 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
   as the augmented coordinates of the p = 2 case.  On the numba engine the run is a
   compiled per-trial loop (``fast._numba.pumma_pnorm_primal``, :func:`_pnorm_compiled`):
   ``PNormSpace``'s solve and apply with the same Newton compiled
-  (``fast._numba.pumma_newton``) and f^{-1} by ``fast._numba.pnorm_gradient``; an update
+  (``fast._numba.pumma_newton``) and f^{-1} by ``fast._numba.link_inverse``; an update
   whose compiled Newton stops above NEWTON_TOLERANCE leaves the loop for the finishing
   pass in Python (:func:`_finish_pending`), and the loop resumes after it.
 - ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from ..data import validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
+from ..pnorm_float import link_inverse, norm
 from ..reference.common import check_epochs
 from ..reference.pumma import PARAMS
 from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
@@ -59,24 +60,9 @@ CASE_TIE = 2.0 ** -42
 
 
 def _scaled(phi: np.ndarray) -> tuple[float, np.ndarray]:
+    """(max|phi|, phi / max|phi|): the Newton's powers are taken on the scaled vector."""
     m = float(np.max(np.abs(phi))) if phi.size else 0.0
     return m, (phi / m if m > 0 else phi)
-
-
-def f_inverse(phi: np.ndarray, p: float) -> np.ndarray:
-    """f^{-1}(phi)_i = sign(phi_i) |phi_i|^(p-1) / ||phi||_p^(p-2)  (Lemma 3), computed on
-    phi / max|phi| (f^{-1} is positively homogeneous of degree 1) so nothing overflows."""
-    m, s = _scaled(phi)
-    if m == 0.0:
-        return np.zeros_like(phi)
-    a = np.abs(s)
-    N = float(np.sum(a ** p)) ** (1.0 / p)
-    return m * np.sign(s) * a ** (p - 1) / N ** (p - 2)
-
-
-def pnorm(v: np.ndarray, p: float) -> float:
-    m, s = _scaled(v)
-    return m * float(np.sum(np.abs(s) ** p)) ** (1.0 / p) if m > 0 else 0.0
 
 
 class PNormSpace(PrimalSpace):
@@ -109,7 +95,7 @@ class PNormSpace(PrimalSpace):
         vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
         ss = self.slack_norm2(self.a) if soft else 0.0                    # C ||xi'||^2
         target = self.tt + ss                                              # ||v~||^2
-        Fz = self.f_inverse(z)
+        Fz = self.link_inverse(z)
         nz = float(Fz @ z)                                                 # ||z||_p^2
         if nz + zs <= 0.0:
             return None
@@ -154,13 +140,14 @@ class PNormSpace(PrimalSpace):
             res += float(extra @ extra)
         return zz2 * res <= RESIDUAL_SINGULAR * zz2 * tt2
 
-    def f_inverse(self, phi: np.ndarray) -> np.ndarray:
-        """f^{-1}(phi) (Lemma 3), by :func:`f_inverse` or, on the numba engine, by the
-        compiled gradient of ||phi||_p^2 / 2 (``fast._numba.pnorm_gradient``, the same map)."""
+    def link_inverse(self, phi: np.ndarray) -> np.ndarray:
+        """f^{-1}(phi) (Lemma 3), by ``pnorm_float.link_inverse`` on phi / max|phi| (its
+        "max" scaling) or, on the numba engine, by ``fast._numba.link_inverse`` (the same
+        map, rounded as ``pnorm_float``'s "binary" scaling)."""
         if self.kernels is None:
-            return f_inverse(phi, self.p)
+            return link_inverse(phi, self.p, "max")
         out = np.empty_like(phi)
-        self.kernels.pnorm_gradient(phi, self.p, out)
+        self.kernels.link_inverse(phi, self.p, out)
         return out
 
     def pair_apply(self, pos: int, neg: int, solution: tuple[float, float, np.ndarray]
@@ -169,9 +156,9 @@ class PNormSpace(PrimalSpace):
         if beta:
             self.last = (alpha, beta)
         self.theta = phi
-        self.w = self.f_inverse(phi)
+        self.w = self.link_inverse(phi)
         if self.kernels is None:
-            n = pnorm(phi, self.p)
+            n = norm(phi, self.p)
             self.tt = n * n
         else:  # w = f^{-1}(theta): w.theta = ||theta||_p^2
             self.tt = float(self.w @ phi)
@@ -182,7 +169,7 @@ class PNormSpace(PrimalSpace):
 
     def _dual_value(self, x: np.ndarray, A: np.ndarray, S: np.ndarray, rhs: np.ndarray
                     ) -> float:
-        n = pnorm(x @ A, self.p)
+        n = norm(x @ A, self.p)
         return -0.5 * n * n - 0.5 * float(x @ S @ x) + float(rhs @ x)
 
     def _newton(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
@@ -315,7 +302,7 @@ class PNormSpace(PrimalSpace):
         ``reference.pumma_newton.kkt_scale``, the magnitude of its terms relative to the
         right-hand sides (1 unless w.z = 2 or w.th = vv is a cancellation: float64 cannot
         bring the plain residual below u times that magnitude)."""
-        w = f_inverse(x @ A, self.p)
+        w = link_inverse(x @ A, self.p, "max")
         grad = rhs - A @ w - S @ x
         mag = np.abs(A) @ np.abs(w) + np.abs(S) @ np.abs(x)
         scale = max(1.0, float(mag[0]) / 2, float(mag[1]) / float(rhs[1]))

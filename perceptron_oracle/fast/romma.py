@@ -43,7 +43,7 @@ from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..rounding import power_or_inf
 from ..trace import Trace
-from . import _compiled
+from . import _compiled, _compiled_romma
 from ._compiled import TINY_SQUARES
 from .blas_threads import OneBlasThread
 from .driver import finite_final, run_blocks
@@ -728,8 +728,6 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     traced as ``form``'s.  Dense X is not checked for NaN or infinity beforehand: the loop's
     scores are that check (a row holding one scores NaN or infinity), reported as
     validate() reports it."""
-    from . import _compiled_romma
-
     kern = parse_kernel(kernel)
     p = PARAMS.resolve(given)
     if not kern.is_linear:
@@ -788,7 +786,6 @@ class _DualStore:
         self.slot = np.full(T, -1, dtype=np.int64)
         self.rows, self.sq_rows, self.coef = np.zeros((0, n)), np.zeros(0), np.zeros(0)
         self.sup = np.zeros(0, dtype=np.int64)
-        from . import _compiled_romma
         self.loops = _compiled_romma.loops()
 
     def room(self, S: int, need: int) -> None:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..cli import OneLineParser
+from .. import golden, verify
 from ..errors import OracleInputError
 from ..interrupts import one_line
+from ..usage import OneLineParser
 
 LIBRARIES = ("scikit-learn", "river")
 
@@ -140,7 +141,6 @@ class LibraryRun:
 
 def run_library(library: str, cases: list[Any]) -> LibraryRun:
     """Every case through the library's adapter, each failure diagnosed."""
-    from .. import verify
     try:
         module = adapter(library)
     except ImportError as exc:
@@ -162,7 +162,6 @@ def report(golden_dir: Any = None, libraries: Sequence[str] | None = None, *,
     """The table of every library's results on the golden perceptron cases (or on
     ``cases``), and the exit status: 0 when every failure is explained, 1 when one is not or
     no library is installed."""
-    from .. import golden, verify
     if cases is None:
         cases = golden.load(pathlib.Path(golden_dir) if golden_dir else None)
     cases = [c for c in cases if c.algorithm == "perceptron"]

@@ -33,6 +33,9 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from ..errors import TraceFormatError
+from ..registry import get
+from ..trace import Trace
 from ._base import InvariantViolation
 from .strategies import PARAMS, Sequence, label_noise, separable, sphere
 
@@ -136,10 +139,6 @@ def call(impl: Any, algorithm: str, X: Any, y: Any, *, epochs: int = 1,
     """``impl`` in verify's protocol, params resolved with their defaults; the trace as a
     :class:`~perceptron_oracle.trace.Trace`.  NotImplementedError propagates (not
     applicable); a result that is not a trace is an InvariantViolation."""
-    from ..errors import TraceFormatError
-    from ..registry import get
-    from ..trace import Trace
-
     full = get(algorithm).params.resolve(dict(params or {}))
     out = impl(algorithm, np.array(X, dtype=np.float64), np.array(y, dtype=np.int64),
                epochs=epochs, kernel=kernel, params=dict(full))

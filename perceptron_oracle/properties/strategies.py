@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from ..registry import get
+
 
 @dataclass
 class Sequence:
@@ -178,8 +180,7 @@ def higher_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
     rho in {c/k, theorem1, constant} with c in its range (SPEC.md, higher_order); sparse in
     about half the draws.  c = 0 (the Perceptron) and c = 1 with theorem1 are included."""
     params: dict[str, Any] = {}
-    from ..registry import get  # the forms' declarations: which take p = 2 only
-
+    # the forms' declarations: which take p = 2 only
     p2_only = form is not None and form in get("higher_order").p2_forms
     p = Fraction(2) if p2_only else draw(_HO_P_ANY, label="p")
     if p != 2 or draw(st.booleans(), label="p given?"):

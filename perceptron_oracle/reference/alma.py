@@ -39,6 +39,9 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
+from ..pnorm import link as link  # re-exported: properties/alma.py's round trip
+from ..pnorm import link_inverse, to_mpf
+from ..pnorm import norm as pnorm
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
@@ -73,21 +76,8 @@ u = UNIT_ROUNDOFF
 
 
 # -- the paper's building blocks (module functions: tests/wrong_alma.py patches them) ------
-def to_mpf(value: Any, ctx: Any) -> Any:
-    if isinstance(value, Fraction):
-        return ctx.mpf(value.numerator) / value.denominator
-    return ctx.mpf(value)
-
-
-def pnorm(values: list[Any], p: Fraction, ctx: Any) -> Any:
-    """||v||_p = (sum_i |v_i|^p)^(1/p), in mpmath."""
-    if p == 2:
-        return ctx.sqrt(sum((to_mpf(v, ctx) ** 2 for v in values), ctx.mpf(0)))
-    pm = to_mpf(p, ctx)
-    total = sum((ctx.power(abs(to_mpf(v, ctx)), pm) for v in values if v), ctx.mpf(0))
-    return ctx.power(total, 1 / pm) if total else ctx.mpf(0)
-
-
+# ``pnorm``, ``link_inverse``, ``link`` and ``to_mpf`` are ``perceptron_oracle.pnorm``'s (the
+# p-norm link written once; ``pnorm`` is its ``norm``), bound here as this module's names.
 def normalized(x: list[Any], p: Fraction, ctx: Any) -> list[Any]:
     """x^ = x / ||x||_p; a zero instance stays zero."""
     norm = pnorm(x, p, ctx)
@@ -110,25 +100,6 @@ def project(theta: list[Any], p: Fraction, ctx: Any) -> tuple[list[Any], Any]:
     if N <= 1:
         return list(theta), ctx.mpf(1)
     return [t / N for t in theta], N
-
-
-def link_inverse(theta: list[Any], p: Fraction, ctx: Any) -> list[Any]:
-    """f^-1(th)_i = sign(th_i)|th_i|^(p-1) / ||th||_p^(p-2) (Lemma 3); f^-1(0) = 0."""
-    if p == 2:
-        return list(theta)
-    norm = pnorm(theta, p, ctx)
-    if not norm:
-        return [ctx.mpf(0)] * len(theta)
-    pm = to_mpf(p, ctx)
-    scale = ctx.power(norm, pm - 2)
-    return [ctx.sign(t) * ctx.power(abs(t), pm - 1) / scale if t else ctx.mpf(0)
-            for t in theta]
-
-
-def link(w: list[Any], p: Fraction, ctx: Any) -> list[Any]:
-    """f(w)_i = sign(w_i)|w_i|^(q-1) / ||w||_q^(q-2), q = p/(p-1): the inverse of
-    ``link_inverse`` (f^-1 with the dual exponent)."""
-    return link_inverse(w, p / (p - 1), ctx)
 
 
 def linear_score(w: list[Any], xhat: list[Any]) -> Any:

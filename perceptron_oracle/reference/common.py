@@ -9,7 +9,7 @@ import contextvars
 import math
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import mpmath
 
@@ -187,47 +187,81 @@ def _exact(value: Any) -> Any:
     return to_fraction(value)  # an mpf: the dyadic rational it is
 
 
-def shadow_errors(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
+class ShadowRuns(Protocol):
+    """The float64 forms a family's shadow runs re-run (SPEC.md section 3, "Shadow runs"),
+    handed to the exact run by its caller: the reference imports neither the fast forms nor
+    the registry.  The registry gives each family's exact run its own
+    (``shadows.FastShadowRuns``, through ``Algorithm.implementation("reference")``); an
+    exact run given none keeps the stated rule's fragile list."""
+
+    def forms_for(self, kernel: Any, params: dict[str, Any]) -> list[str]:
+        """The fast forms that take this kernel and these parameters (may raise: then no
+        shadow run, the stated rule decides)."""
+        ...
+
+    def forced(self, form: str, X: Any, y: Any, epochs: int, kernel: Any,
+               params: dict[str, Any], updates: list[int]) -> Trace:
+        """Fast form ``form`` run on (X, y) (float64 arrays, or the CSR matrix given) with
+        its scores recorded, updating at the
+        trials ``updates`` (the exact run's) whatever its own tests say."""
+        ...
+
+    def forced_tested(self, form: str, X: Any, y: Any, epochs: int, kernel: Any,
+                      params: dict[str, Any], updates: list[int]
+                      ) -> tuple[Trace, list[float]]:
+        """``forced``, and per trial the left side of the update test as the form compares
+        it (nan where it makes no test): PUMMA's soft margin, y score + xi_j."""
+        ...
+
+
+def shadow_errors(shadows: ShadowRuns | None, X: Any, y: Any, epochs: int, kernel: str,
                   params: dict[str, Any], trace: Any) -> list[float] | None:
     """Per trial, the largest |fl(score) - score| over the project's fast forms run along
     the exact trace's path of states (every form updates at the exact run's update trials,
-    ``fast.driver.forced_updates``), measured exactly against the exact scores; inf where
-    a form's score is not finite.  None when no fast form takes these parameters or a
-    form cannot be run (the stated rule alone then decides)."""
-    from ..fast.driver import forced_updates
-    from ..registry import ALGORITHMS
+    ``shadows.forced``), measured exactly against the exact scores; inf where a form's
+    score is not finite.  None when no shadow runs are given, no fast form takes these
+    parameters or a form cannot be run (the stated rule alone then decides)."""
+    if shadows is None:
+        return None
+    runs = shadows
 
     def runner(form: str, Xa: Any, ya: Any) -> tuple[Any, None]:
-        run_form = ALGORITHMS[algorithm].implementation("fast", form)
-        with forced_updates(trace.updates):
-            return run_form(Xa, ya, epochs=epochs, kernel=kernel, record_scores=True,
-                            **params), None
+        return runs.forced(form, Xa, ya, epochs, kernel, params, trace.updates), None
 
-    found = _shadows(algorithm, X, y, kernel, params, trace, runner, None)
+    found = _shadows(runs, X, y, kernel, params, trace, runner, None)
     return None if found is None else found[0]
 
 
-def shadow_test_errors(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any],
-                       trace: Any, tested: list[Any], runner: Any
+def shadow_test_errors(shadows: ShadowRuns | None, X: Any, y: Any, epochs: int, kernel: str,
+                       params: dict[str, Any], trace: Any, tested: list[Any]
                        ) -> tuple[list[float], list[float]] | None:
     """``shadow_errors`` for an update test whose left side is not the margin y score
     (PUMMA's soft margin: y score + xi_j): ``tested[t]`` is that left side, exact (None
-    where trial t makes no update test), and ``runner(form, X, y)`` runs a fast form along
-    the exact run's updates and returns its trace (with scores) and, per trial, the left
-    side as the form compares it (nan where it makes no test).  Returns the score errors
-    and the largest |fl(left side) - left side| per trial (inf where a form's value is not
-    finite, or where a form's updates part from the exact run's; 0 without a test)."""
-    return _shadows(algorithm, X, y, kernel, params, trace, runner, tested)
+    where trial t makes no update test), and ``shadows.forced_tested`` runs a fast form
+    along the exact run's updates and returns its trace (with scores) and, per trial, the
+    left side as the form compares it (nan where it makes no test).  Returns the score
+    errors and the largest |fl(left side) - left side| per trial (inf where a form's value
+    is not finite, or where a form's updates part from the exact run's; 0 without a test);
+    None as ``shadow_errors``."""
+    if shadows is None:
+        return None
+    runs = shadows
+
+    def runner(form: str, Xa: Any, ya: Any) -> tuple[Any, list[float]]:
+        return runs.forced_tested(form, Xa, ya, epochs, kernel, params, trace.updates)
+
+    return _shadows(runs, X, y, kernel, params, trace, runner, tested)
 
 
-def _shadows(algorithm: str, X: Any, y: Any, kernel: str, params: dict[str, Any],
+def _shadows(shadows: ShadowRuns, X: Any, y: Any, kernel: str, params: dict[str, Any],
              trace: Any, runner: Any, tested: list[Any] | None
              ) -> tuple[list[float], list[float]] | None:
+    # numpy here only, for the float64 forms' input: importing and running the reference
+    # needs no numpy (SPEC.md section 3; tests/test_api.py runs it with numpy blocked)
     import numpy as np
 
-    from ..registry import ALGORITHMS
     try:
-        forms = ALGORITHMS[algorithm].forms_for(kernel, params)
+        forms = shadows.forms_for(kernel, params)
     except Exception:  # noqa: BLE001 - a rule only: no shadow, the stated rule decides
         return None
     if not forms or trace.scores is None:

@@ -61,7 +61,15 @@ from ..kernels import Kernel, parse_kernel
 from ..params import Param, ParamSchema
 from ..rounding import ANY_STATE
 from ..trace import Trace
-from .common import TrialRecord, check_epochs, exact_data, norm_param, shadow_errors, sharpen
+from .common import (
+    ShadowRuns,
+    TrialRecord,
+    check_epochs,
+    exact_data,
+    norm_param,
+    shadow_errors,
+    sharpen,
+)
 from .higher_order_bounds import ErrorModel, state_bounds
 from .higher_order_engines import Dual, IntDual, PNorm, Primal, as_exact
 
@@ -112,8 +120,13 @@ def default_engine(kern: Kernel, p: Fraction) -> type:
 # -- the run ----------------------------------------------------------------------------
 def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
                  c: Any = Fraction(2, 5), rho: Any = "c/k", sparse: Any = False,
-                 record_scores: bool = False) -> Trace:
-    """Run HO_p(c) over ``epochs`` passes of (X, y); returns the exact trace."""
+                 record_scores: bool = False, shadows: ShadowRuns | None = None) -> Trace:
+    """Run HO_p(c) over ``epochs`` passes of (X, y); returns the exact trace.
+
+    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
+    "Shadow runs"; ``common.ShadowRuns``), given by the registry
+    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
+    a-priori fragile list."""
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
@@ -121,7 +134,7 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
     if trace.fragile and not params["sparse"]:  # SPEC.md 12.5
         T = len(rows)
-        errors = shadow_errors("higher_order", X, y, epochs, kern.spec, params, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kern.spec, params, trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(trace.scores)],
                                 [[0]] * len(trace.scores))

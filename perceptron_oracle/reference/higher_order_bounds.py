@@ -18,6 +18,7 @@ from typing import Any
 
 from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
+from ..pnorm import link_inverse, normaliser, to_mpf
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
@@ -29,7 +30,7 @@ from ..rounding import (
 )
 from ..trace import Trace
 from .common import Gram, exact_data
-from .pnorm_perceptron import gradient, norm_power, pnorm_magnitude, to_mpf
+from .pnorm_perceptron import pnorm_magnitude
 
 # -- the fragile rule along a run -------------------------------------------------------------
 
@@ -209,7 +210,7 @@ def _pnorm_w_bounds(rows: list[list[Any]], abs_rows: list[list[float]], mistakes
     for x, xa, r in zip(exact_x, (abs_rows[j] for j in mistakes), rhos):
         if not r:
             continue
-        gx = [to_mpf(v, ctx) for v in gradient(x, p, ctx)]
+        gx = [to_mpf(v, ctx) for v in link_inverse(x, p, ctx, rational=True)]
         a = [sum((B[i][l] * x[l] for l in range(n)), ctx.mpf(0)) for i in range(n)]
         B = [[B[i][l] - to_mpf(r, ctx) * a[i] * gx[l] for l in range(n)] for i in range(n)]
         ga = [abs(float(v)) for v in gx]
@@ -219,7 +220,7 @@ def _pnorm_w_bounds(rows: list[list[Any]], abs_rows: list[list[float]], mistakes
     theta = [sum((B[i][l] * to_mpf(final["v"][l], ctx) for l in range(n)), ctx.mpf(0))
              for i in range(n)]
     theta_abs = [sum(u * w for u, w in zip(row, v_abs)) for row in B_abs]
-    scale = float(norm_power(theta, p, ctx))
+    scale = float(normaliser(theta, p, ctx))
     if not scale:
         # theta = 0, or ||theta||_p^p below float64's range: a float form's theta may be its
         # rounding error alone.  g is 1-homogeneous, |g(t)_i| <= ||t||_p <= ||t||_1, so

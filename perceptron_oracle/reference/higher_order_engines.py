@@ -27,9 +27,10 @@ from typing import Any
 from ..errors import ParamError
 from ..kernels import Kernel
 from ..numbers import number_context
+from ..pnorm import link_inverse, normaliser, to_mpf
 from .common import Gram
 from .higher_order_bounds import operations, primal_update
-from .pnorm_perceptron import gradient, norm_power, numerator, own_error, pnorm_magnitude, to_mpf
+from .pnorm_perceptron import numerator, own_error, pnorm_magnitude
 
 # -- p = 2, linear kernel: A_k in integers over a common denominator --------------------------
 
@@ -439,7 +440,7 @@ class PNorm:
         self.K += 1
         if rho:
             B = self.B or [[ctx.mpf(int(i == l)) for l in range(n)] for i in range(n)]
-            gx = [to_mpf(v, ctx) for v in gradient(x, p, ctx)]
+            gx = [to_mpf(v, ctx) for v in link_inverse(x, p, ctx, rational=True)]
             a = self.apply(B, x)
             r = to_mpf(rho, ctx)
             self.B = [[B[i][l] - r * a[i] * gx[l] for l in range(n)] for i in range(n)]
@@ -452,11 +453,11 @@ class PNorm:
         self.v_abs = [a + b for a, b in zip(self.v_abs, xa)]
         self.theta = self.apply(self.B, self.v)
         self.theta_abs = [sum(u * w for u, w in zip(row, self.v_abs)) for row in self.B_abs]
-        self.norm = norm_power(self.theta, p, ctx)
+        self.norm = normaliser(self.theta, p, ctx)
         self.scale = float(self.norm)
 
     def final(self) -> dict[str, Any]:
-        gt = gradient(self.theta, self.p, self.ctx)
+        gt = link_inverse(self.theta, self.p, self.ctx, rational=True)
         if self.B is None:
             w = list(gt)
         else:

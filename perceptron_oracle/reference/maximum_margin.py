@@ -51,7 +51,7 @@ from ..numbers import current_precision, number_context, precision
 from ..params import Param
 from ..rounding import ANY_STATE, float_or_inf
 from ..trace import Trace
-from .common import Gram, shadow_errors, shadow_test_errors, sharpen
+from .common import Gram, ShadowRuns, shadow_errors, shadow_test_errors, sharpen
 from .maximum_margin_errors import NEAR_SINGULAR, StepError, clamped_float, finite, norm_error
 
 #: ``auto`` leaves Fraction once a numerator or denominator is longer than this (bits).
@@ -342,21 +342,23 @@ def near_singular(vv: Any, zz: Any, vz: Any, zz_scale: float) -> bool:
     return P != 0 and float((P - vz * vz) / P) <= SHADOW_SINGULAR
 
 
-def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
+def sharpen_by_shadows(shadows: ShadowRuns | None, X: Any, y: Any, epochs: int, kernel: str,
                        params: dict[str, Any], trace: Trace, singular: list[int],
-                       thresholds: list[list[Any]], tested: list[Any] | None = None,
-                       runner: Any = None) -> list[int]:
+                       thresholds: list[list[Any]], tested: list[Any] | None = None
+                       ) -> list[int]:
     """The a-posteriori rule (SPEC.md section 3, "shadow runs") on the a-priori fragile
     trials before the first of ``singular`` (the update tests whose problem is
     ``near_singular``); from there on the a-priori rule decides, and every trial of
     ``singular`` is fragile (a float64 form may call its problem infeasible, or solve it
     with amplified errors).  ``thresholds[t]``: the margins trial t is tested against.
+    ``shadows``: the family's fast forms, from the caller (``common.ShadowRuns``); None
+    keeps the a-priori fragile list.
 
     With ``tested`` (PUMMA's soft margin, SPEC.md 14.5): ``tested[t]`` is the exact left
     side y score + xi_j of trial t's update test (None where it makes none), compared with
     ``thresholds[t][1]``; the mistake test (``thresholds[t][0]`` = 0) is sharpened on the
     score errors, the update test on the errors of the left side as the fast forms compute
-    it (``runner``: ``fast.pumma.forced_run``; ``common.shadow_test_errors``)."""
+    it (``shadows.forced_tested``; ``common.shadow_test_errors``)."""
     fragile = trace.fragile or []
     cut = singular[0] if singular else len(trace.scores or [])
     early = [t for t in fragile if t < cut]
@@ -367,11 +369,11 @@ def sharpen_by_shadows(algorithm: str, X: Any, y: Any, epochs: int, kernel: str,
     labels = list(y)
     margins = [int(labels[t % T]) * score for t, score in enumerate(trace.scores or [])]
     if tested is None:
-        errors = shadow_errors(algorithm, X, y, epochs, kernel, params, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kernel, params, trace)
         if errors is None:
             return sorted(set(fragile) | set(singular))
         return sharpen(early, errors, margins, thresholds) + late
-    both = shadow_test_errors(algorithm, X, y, kernel, params, trace, tested, runner)
+    both = shadow_test_errors(shadows, X, y, epochs, kernel, params, trace, tested)
     if both is None:
         return sorted(set(fragile) | set(singular))
     errors, test_errors = both

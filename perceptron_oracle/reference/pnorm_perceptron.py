@@ -32,6 +32,7 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import ParamSchema
+from ..pnorm import link_inverse, normaliser, signed_power, to_mpf
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
@@ -55,46 +56,9 @@ PARAMS = ParamSchema(
 SAFETY_P = 4
 
 
-# -- the gradient map g and its parts (shared with reference.higher_order) ----------------
+# -- the numerator of g(v).x (g = f^-1: ``pnorm.link_inverse``, rational=True) --------------
 def is_integer(p: Fraction) -> bool:
     return p.denominator == 1
-
-
-def to_mpf(value: Any, ctx: Any) -> Any:
-    if isinstance(value, Fraction):
-        return ctx.mpf(value.numerator) / value.denominator
-    return ctx.mpf(value)
-
-
-def signed_power(value: Any, q: Fraction, ctx: Any) -> Any:
-    """sign(value) |value|^q: exact (a Fraction) when value is rational and q an integer."""
-    if value == 0:
-        return Fraction(0)
-    if isinstance(value, Fraction) and q.denominator == 1:
-        mag = abs(value) ** int(q)
-    else:
-        mag = ctx.power(abs(to_mpf(value, ctx)), to_mpf(q, ctx))
-    return mag if value > 0 else -mag
-
-
-def norm_power(theta: list[Any], p: Fraction, ctx: Any) -> Any:
-    """||theta||_p^(p-2) (the normaliser of g); 1 for p = 2; an mpf otherwise."""
-    if p == 2:
-        return Fraction(1)
-    total = sum((signed_power(abs(t), p, ctx) for t in theta), Fraction(0))
-    if total == 0:
-        return Fraction(0)
-    return ctx.power(to_mpf(total, ctx), to_mpf((p - 2) / p, ctx))
-
-
-def gradient(theta: list[Any], p: Fraction, ctx: Any) -> list[Any]:
-    """g(theta) = grad ||theta||_p^2 / 2; g(0) = 0."""
-    if p == 2:
-        return list(theta)
-    scale = norm_power(theta, p, ctx)
-    if scale == 0:
-        return [Fraction(0)] * len(theta)
-    return [signed_power(t, p - 1, ctx) / scale for t in theta]
 
 
 def numerator(theta: list[Any], z: list[Any], p: Fraction, ctx: Any) -> Any:
@@ -174,9 +138,9 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             k += 1
             v = [a + label * b for a, b in zip(v, x)]
             v_abs = [a + b for a, b in zip(v_abs, abs_rows[j])]
-            norm = norm_power(v, p, ctx)
+            norm = normaliser(v, p, ctx)
 
-    final = {"w": gradient(v, p, ctx), "v": v}
+    final = {"w": link_inverse(v, p, ctx, rational=True), "v": v}
     return record.trace("pnorm_perceptron", kern, params, final, updates=list(record.mistakes))
 
 

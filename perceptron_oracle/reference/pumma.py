@@ -90,7 +90,15 @@ from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..params import ParamSchema
 from ..trace import Trace
-from .common import Gram, OptionalRational, TrialRecord, check_epochs, exact_data, norm_param
+from .common import (
+    Gram,
+    OptionalRational,
+    ShadowRuns,
+    TrialRecord,
+    check_epochs,
+    exact_data,
+    norm_param,
+)
 from .maximum_margin import DELTA, NUMBERS, Numbers, ShadowNotes, run_modes, sharpen_by_shadows
 from .maximum_margin_errors import remember_bounds
 from .pumma_errors import PummaErrors, final_error_bounds
@@ -110,8 +118,13 @@ PARAMS = ParamSchema(
 
 def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
           delta: Any = 0, C: Any = None, numbers: Any = "auto",
-          record_scores: bool = False) -> Trace:
-    """Run PUMMA_p(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
+          record_scores: bool = False, shadows: ShadowRuns | None = None) -> Trace:
+    """Run PUMMA_p(delta) over ``epochs`` passes of (X, y); returns the reference trace.
+
+    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
+    "Shadow runs"; ``common.ShadowRuns``), given by the registry
+    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
+    a-priori fragile list."""
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
@@ -131,19 +144,14 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
 
     trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
     if two and par["C"] is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
-        trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
                                            shadow.singular, shadow.thresholds)
     elif two:   # the soft margin: the update test's left side y score + xi_j, measured
-        from ..fast.pumma import forced_run
-
-        def runner(form: str, Xa: Any, ya: Any) -> tuple[Trace, list[float]]:
-            return forced_run(form, Xa, ya, epochs, kern.spec, par, trace.updates)
-
         tested = shadow.tested
         threshold = 1 - par["delta"]
         thresholds = [[0] if v is None else [0, threshold] for v in tested]
-        trace.fragile = sharpen_by_shadows("pumma", X, y, epochs, kern.spec, par, trace,
-                                           shadow.singular, thresholds, tested, runner)
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
+                                           shadow.singular, thresholds, tested)
     if not record_scores:
         trace.scores = None
     return trace

@@ -188,7 +188,9 @@ class StateP:
         return ctx.power(ctx.fsum(ctx.power(abs(a), r) for a in v), 1 / r) if any(v) else 0 * r
 
     def link(self, v: list[Any], r: Any) -> list[Any]:
-        """f^-1 (r = p) or f (r = q): sign(v_i) |v_i|^(r-1) / ||v||_r^(r-2)."""
+        """f^-1 (r = p) or f (r = q): sign(v_i) |v_i|^(r-1) / ||v||_r^(r-2).  The map of
+        ``pnorm.link_inverse`` rounded its own way (``norm`` by fsum, times ||v||_r^(2-r)):
+        kept, since ``pnorm``'s rounding would move this reference's mpf results."""
         ctx = self.ctx
         n = self.norm(v, r)
         if n == 0:

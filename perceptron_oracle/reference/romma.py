@@ -58,7 +58,7 @@ from ..kernels import Kernel, parse_kernel
 from ..params import ParamSchema
 from ..rounding import score_error_bound
 from ..trace import Trace
-from .common import Gram, TrialRecord, check_epochs, exact_data
+from .common import Gram, ShadowRuns, TrialRecord, check_epochs, exact_data
 from .maximum_margin import (
     DELTA,
     NUMBERS,
@@ -86,8 +86,14 @@ PARAMS = ParamSchema(DELTA, NUMBERS)
 
 
 def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
-          numbers: Any = "auto", record_scores: bool = False) -> Trace:
-    """Run ROMMA(delta) over ``epochs`` passes of (X, y); returns the reference trace."""
+          numbers: Any = "auto", record_scores: bool = False,
+          shadows: ShadowRuns | None = None) -> Trace:
+    """Run ROMMA(delta) over ``epochs`` passes of (X, y); returns the reference trace.
+
+    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
+    "Shadow runs"; ``common.ShadowRuns``), given by the registry
+    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
+    a-priori fragile list."""
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
@@ -101,7 +107,7 @@ def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any
         return _romma_run(rows, labels, epochs, kern, p, num, True, shadow=shadow)
 
     trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
-    trace.fragile = sharpen_by_shadows("romma", X, y, epochs, kern.spec, p, trace,
+    trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, p, trace,
                                        shadow.singular, shadow.thresholds)
     if not record_scores:
         trace.scores = None

@@ -37,7 +37,15 @@ from ..kernels import Kernel, parse_kernel
 from ..numbers import to_fraction
 from ..params import Param, ParamSchema
 from ..trace import Trace
-from .common import Gram, TrialRecord, check_epochs, exact_data, shadow_errors, sharpen
+from .common import (
+    Gram,
+    ShadowRuns,
+    TrialRecord,
+    check_epochs,
+    exact_data,
+    shadow_errors,
+    sharpen,
+)
 from .second_order_bounds import FragileRule, state_bounds
 from .second_order_engines import Dual, IntDual, Pinv, Primal
 
@@ -73,13 +81,18 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
 
 def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: Any = 1,
                  a_growth: Any = "constant", pseudoinverse: Any = False,
-                 record_scores: bool = False) -> Trace:
+                 record_scores: bool = False, shadows: ShadowRuns | None = None) -> Trace:
     """Run the Second-Order Perceptron over ``epochs`` passes of (X, y); the exact trace.
 
     The trial loop of Figure 3.1: the state holder (``Primal``, ``IntDual``, ``Dual`` or
     ``Pinv``) gives s = x_t^T A^{-1} v_{k-1} and q = x_t^T A^{-1} x_t, the score is
     s / (1 + q) and its sign that of s (the sign identity); ``FragileRule`` is the float64
     error model, ``_final_state`` the trace's ``final``.
+
+    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
+    "Shadow runs"; ``common.ShadowRuns``), given by the registry
+    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
+    a-priori fragile list.
     """
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
@@ -106,7 +119,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     trace = record.trace("second_order", kern, p, final, updates=list(record.mistakes))
     scores = trace.scores or []
     if trace.fragile:  # the a-posteriori rule (SPEC.md 13.5): keep what the shadows confirm
-        errors = shadow_errors("second_order", X, y, epochs, kern.spec, p, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kern.spec, p, trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(scores)],
                                 [[0]] * len(scores))

@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pytest
 
+from perceptron_oracle import pnorm_float
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import alma as fast_alma
 
@@ -49,9 +50,9 @@ def plain_alma(X: np.ndarray, y: np.ndarray, epochs: int, alpha: float, p: float
         xh = X[j] / norms[j]
         if y[j] * (w @ xh) <= (1 - alpha) * B * math.sqrt(p - 1) / math.sqrt(k):
             theta = theta + C / (math.sqrt(p - 1) * math.sqrt(k)) * y[j] * xh
-            N = fast_alma.pnorm(theta, p)
+            N = pnorm_float.norm(theta, p)
             theta = theta / max(1.0, N)
-            w = fast_alma.link_inverse(theta, p)
+            w = pnorm_float.link_inverse(theta, p, "max")
             k += 1
             updates.append(t)
     return updates

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from conforming_impl import run
 from perceptron_oracle import golden, verify
 from perceptron_oracle.sandbox import Sandbox
 
@@ -30,21 +31,13 @@ def cases():
 
 
 @pytest.fixture(scope="module")
-def box(monkeypatch_module):
+def box():
+    """The worker imports conforming_impl as this process does (tests/ is on sys.path)."""
     with Sandbox("conforming_impl:run") as sandbox:
         yield sandbox
 
 
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(__import__("pathlib").Path(__file__).parent.parent))
-        yield patch
-
-
 def _in_process(cases):
-    from conforming_impl import run
-
     return verify.verify(cases, lambda c: run(c.algorithm, c.X.copy(), c.y.copy(),
                                               epochs=c.epochs, kernel=c.kernel,
                                               params=dict(c.params)))
@@ -63,7 +56,7 @@ def _best(function, repeats=5):
     return best
 
 
-def test_sandboxed_verify_overhead(benchmark, cases, box, monkeypatch_module):
+def test_sandboxed_verify_overhead(benchmark, cases, box):
     results = _sandboxed(cases, box)        # warm: numba compiles in the worker
     assert all(r.ok for r in results), [r.message for r in results if not r.ok][:3]
     assert all(r.ok for r in _in_process(cases))
