@@ -817,8 +817,8 @@ def newton_floor(X: np.ndarray, y: np.ndarray, p: float) -> Callable[[], Any]:
     the compiled solver alone, called from a compiled loop: the work PUMMA_p's updates need
     beyond scoring, by the project's own solver.  Without numba, the pass alone."""
     from .fast import _compiled
+    from .fast.maximum_margin import SINGULAR
     from .fast.pumma import NEWTON_MAX_STEPS, NEWTON_STOP
-    from .fast.romma import SINGULAR
     matvec = matvec_floor(X)
     if not _compiled.available():
         return matvec

@@ -11,24 +11,11 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-
+from fixtures import noisy_unit_rows
 from perceptron_oracle import budget
 from perceptron_oracle.datasets import builtin
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.registry import get, run
-
-
-def synthetic(T: int, n: int, seed: int = 0, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    """T unit-norm Gaussian rows, labels of a random hyperplane, ``noise`` of them flipped."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((T, n))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = np.where(X @ rng.standard_normal(n) >= 0, 1, -1)
-    flip = rng.random(T) < noise
-    y[flip] = -y[flip]
-    return X, y
-
 
 KERNELS = ("linear", "poly:degree=3,coef0=1", "rbf:gamma=1")
 SIZES = {"perceptron": (50, 100, 200, 400), "pnorm_perceptron": (100, 400),
@@ -44,7 +31,7 @@ def runs(family: str):  # type: ignore[no-untyped-def]
         for kernel in KERNELS[:1] if linear_only or params else KERNELS:
             for n in (5, 30):
                 for T in SIZES[family]:
-                    yield (f"synthetic T={T} n={n}", *synthetic(T, n), kernel, params)
+                    yield (f"synthetic T={T} n={n}", *noisy_unit_rows(T, n), kernel, params)
     wdbc = builtin("wdbc")
     for T in (100, 200):
         yield f"wdbc[:{T}]", wdbc.X[:T], wdbc.y[:T], "linear", {}

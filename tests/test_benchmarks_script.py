@@ -121,8 +121,8 @@ def test_the_pumma_newton_floor_solves_the_runs_own_problems():
     problems, solutions = bench.newton_problems(X, y, p)
     assert len(problems) > 20
     newton = _compiled.kernels().pumma_newton
+    from perceptron_oracle.fast.maximum_margin import SINGULAR
     from perceptron_oracle.fast.pumma import NEWTON_MAX_STEPS, NEWTON_STOP
-    from perceptron_oracle.fast.romma import SINGULAR
     for problem, (alpha, beta) in zip(problems, solutions):
         phi = problem[0].copy()
         got = newton(*problem, NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from fixtures import noisy_unit_rows
 from perceptron_oracle import budget, cli, golden
 from perceptron_oracle.datasets import builtin
 from perceptron_oracle.fuzz import MAX_EPOCHS, MAX_EXAMPLES, MAX_FEATURES
@@ -20,18 +21,6 @@ from perceptron_oracle.registry import ALGORITHMS, get, run
 #: times it (plus the fixed part): the models are upper bounds, not predictions.
 MEASURED_SLACK = 0.25
 SPREAD = 200.0
-
-
-def synthetic(T: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """T unit-norm Gaussian rows, labels of a random hyperplane with 10% flipped (as
-    tests/budget_calibration.py draws them)."""
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((T, n))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = np.where(X @ rng.standard_normal(n) >= 0, 1, -1)
-    flip = rng.random(T) < 0.1
-    y[flip] = -y[flip]
-    return X, y
 
 
 def estimate(algorithm: str, X: np.ndarray, epochs: int = 1, kernel: str = "linear",
@@ -64,7 +53,7 @@ SMALL_RUNS = [
                               SMALL_RUNS])
 def test_estimate_against_measured(algorithm: str, T: int, n: int, kernel: str,
                                    params: dict[str, object]) -> None:
-    X, y = synthetic(T, n)
+    X, y = noisy_unit_rows(T, n)
     start = time.perf_counter()
     trace = run(algorithm, X, y, kernel=kernel, **params)
     measured = time.perf_counter() - start
@@ -82,8 +71,8 @@ def _write(tmp_path, name: str, X: np.ndarray, y: np.ndarray) -> str:  # type: i
 
 
 def test_runs_that_cannot_finish_are_refused_quickly(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    romma = _write(tmp_path, "romma.npz", *synthetic(3200, 5))
-    sop = _write(tmp_path, "sop.npz", *synthetic(1600, 5))
+    romma = _write(tmp_path, "romma.npz", *noisy_unit_rows(3200, 5))
+    sop = _write(tmp_path, "sop.npz", *noisy_unit_rows(1600, 5))
     commands = [
         ["run", "perceptron", "--data", "builtin:separable", "--kernel",
          "poly:degree=1000000000"],
@@ -100,12 +89,12 @@ def test_runs_that_cannot_finish_are_refused_quickly(tmp_path, capsys) -> None: 
         assert seconds < 1.0, (argv, seconds)
         assert err.count("\n") == 1 and "--max-seconds" in err and "--impl fast" in err, err
     # the same runs go ahead with a larger limit (checked by its estimate, not run)
-    X, _ = synthetic(3200, 5)
+    X, _ = noisy_unit_rows(3200, 5)
     assert budget.DEFAULT_MAX_SECONDS < estimate("romma", X) < 10 * budget.DEFAULT_MAX_SECONDS
 
 
 def test_library_checks_only_when_asked() -> None:
-    X, y = synthetic(30, 3)
+    X, y = noisy_unit_rows(30, 3)
     with pytest.raises(budget.BudgetError, match="--max-seconds"):
         run("perceptron", X, y, max_seconds=1e-6)
     assert run("perceptron", X, y).n_examples == 30  # no limit by default

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fixtures import assert_same_trace
 from perceptron_oracle import run
 from perceptron_oracle.errors import OracleInputError
 from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
@@ -118,16 +119,6 @@ def multiclass_runs(draw):
     return X, labels, params, form, kernel, draw(st.integers(1, 3))
 
 
-def _same_run(got, want) -> None:
-    assert got.mistakes == want.mistakes
-    assert got.updates == want.updates
-    assert (got.n_examples, got.epochs) == (want.n_examples, want.epochs)
-    for key in ("alpha", "votes", "b", "w"):
-        assert plain_value(got.final.get(key)) == plain_value(want.final.get(key)), key
-    for h in ("longest_survivor", "averaged"):
-        assert plain_value(got.final[h]) == plain_value(want.final[h]), h
-
-
 # -- the Perceptron: training and every hypothesis -------------------------------------------
 
 @given(binary_runs())
@@ -136,7 +127,7 @@ def test_perceptron_trains_as_run_and_predicts_as_the_reference(case):
     model = est.Perceptron(**params, kernel=kernel, form=form, epochs=epochs,
                            keep_trace=True).fit(X, np.where(y > 0, "pos", "neg"))
     assert list(model.classes_) == ["neg", "pos"]
-    _same_run(model.trace_, run("perceptron", X, y, impl="fast", form=form, kernel=kernel,
+    assert_same_trace(model.trace_, run("perceptron", X, y, impl="fast", form=form, kernel=kernel,
                                 epochs=epochs, **params))
     reference = run("perceptron", X, y, kernel=kernel, epochs=epochs, **params)
     assert model.trace_.mistakes == reference.mistakes
@@ -156,7 +147,7 @@ def test_partial_fit_continues_the_run(case):
     model = est.Perceptron(**params, kernel=kernel, form=form, keep_trace=True)
     model.partial_fit(X[:half + 1], y[:half + 1], classes=[-1, 1])
     model.partial_fit(X[half + 1:], y[half + 1:]) if half + 1 < X.shape[0] else None
-    _same_run(model.trace_, run("perceptron", X, y, impl="fast", form=form, kernel=kernel,
+    assert_same_trace(model.trace_, run("perceptron", X, y, impl="fast", form=form, kernel=kernel,
                                 **params))
 
 
@@ -195,7 +186,7 @@ def test_one_vs_rest_learners_are_the_binary_runs(case):
     classes, Y = relabel(labels)
     assert model.classes_.tolist() == classes.tolist()
     for k, trace in enumerate(model.traces_):
-        _same_run(trace, run("perceptron", X, Y[:, k], impl="fast", form=form,
+        assert_same_trace(trace, run("perceptron", X, Y[:, k], impl="fast", form=form,
                              kernel=kernel, epochs=epochs, **params))
     scores = model.decision_function(X)
     assert model.predict(X).tolist() == classes[np.argmax(scores, axis=1)].tolist()

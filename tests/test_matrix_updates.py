@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fixtures import noisy_gaussian, noisy_quarters
 from perceptron_oracle.compare import compare
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
@@ -40,22 +41,6 @@ NUMBA = ho.numba_available()
 needs_numba = pytest.mark.skipif(not NUMBA, reason="numba (the optional compiled engine) "
                                                    "is not installed")
 ENGINES = ["numpy", pytest.param("numba", marks=needs_numba)]
-
-
-def _noisy(T: int, n: int, seed: int, flip: float = 0.2, scale: float = 1.0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(T, n)) * scale / np.sqrt(n)
-    y = np.where(X @ rng.normal(size=n) >= 0, 1, -1)
-    return X, np.where(rng.random(T) < flip, -y, y)
-
-
-def _quarters(T: int, n: int, seed: int):
-    """Small dyadic data (multiples of 1/4 in [-1, 1]) with 10% label noise: cheap for the
-    exact reference, and mistakes all along the run."""
-    rng = np.random.default_rng(seed)
-    X = rng.integers(-4, 5, size=(T, n)).astype(np.float64) / 4
-    y = np.where(X @ rng.normal(size=n) >= 0, 1, -1)
-    return X, np.where(rng.random(T) < 0.1, -y, y)
 
 
 # -- no n x n / k x k temporaries --------------------------------------------------------------
@@ -72,7 +57,7 @@ def _peak_of(fn: Any) -> int:
 
 def test_sop_primal_update_allocates_no_matrix():
     n = 300
-    X, y = _noisy(200, n, 1)
+    X, y = noisy_gaussian(200, n, 1)
     model = sop._Primal(X, y, {"a": 1, "a_growth": "constant", "pseudoinverse": False}, False)
     for j in range(40):
         model.update(j)
@@ -82,14 +67,14 @@ def test_sop_primal_update_allocates_no_matrix():
 
 def test_ho_primal_update_allocates_no_matrix():
     n = 300
-    X, y = _noisy(200, n, 2)
+    X, y = noisy_gaussian(200, n, 2)
     trace, model = ho.run_model("primal", X[:40], y[:40], epochs=1)
     peak = _peak_of(lambda: model.update(0))
     assert peak < n * n * 8 / 8, peak
 
 
 def test_sop_dual_update_allocates_no_k_by_k_array():
-    X, y = _noisy(400, 5, 3, flip=0.5)
+    X, y = noisy_gaussian(400, 5, 3, flip=0.5)
     model = sop._Dual(X, y, {"a": 1, "a_growth": "constant", "pseudoinverse": False},
                       sop.parse_kernel("linear"), False)
     for j in range(300):
@@ -101,7 +86,7 @@ def test_sop_dual_update_allocates_no_k_by_k_array():
 
 
 def test_sop_dual_bordered_inverse_is_the_inverse():
-    X, y = _noisy(600, 6, 4, flip=0.5)
+    X, y = noisy_gaussian(600, 6, 4, flip=0.5)
     model = sop._Dual(X, y, {"a": Fraction(1, 2), "a_growth": "constant",
                              "pseudoinverse": False}, sop.parse_kernel("linear"), False)
     for j in range(500):
@@ -116,7 +101,7 @@ def test_sop_dual_bordered_inverse_is_the_inverse():
 
 @pytest.mark.parametrize("form", ["primal", "dual"])
 def test_sop_planted_drift_is_found_and_refactored(form):
-    X, y = _noisy(200, 5, 5, flip=0.5)
+    X, y = noisy_gaussian(200, 5, 5, flip=0.5)
     params = {"a": 1, "a_growth": "constant", "pseudoinverse": False}
     model = (sop._Primal(X, y, params, False) if form == "primal"
              else sop._Dual(X, y, params, sop.parse_kernel("linear"), False))
@@ -134,7 +119,7 @@ def test_sop_planted_drift_is_found_and_refactored(form):
 
 def test_sop_refactor_matches_a_fresh_inverse_with_the_compiled_engine(monkeypatch):
     """Refactors in the middle of compiled runs (the loop stops at every drift check)."""
-    X, y = _noisy(6000, 8, 6)
+    X, y = noisy_gaussian(6000, 8, 6)
     monkeypatch.setattr(sop, "DRIFT_TOL", 0.0)           # refactor at every check
     for name in ["numpy"] + (["numba"] if NUMBA else []):
         trace = sop.primal(X, y, engine=name)
@@ -150,7 +135,7 @@ def test_sop_refactor_matches_a_fresh_inverse_with_the_compiled_engine(monkeypat
     ("primal", {}), ("primal", {"rho": "theorem1", "c": Fraction(1, 2), "sparse": True}),
     ("primal", {"rho": "constant", "c": Fraction(3, 4)}), ("implicit", {})])
 def test_engines_agree_bit_for_bit(form, params):
-    X, y = _noisy(3000, 40, 7)
+    X, y = noisy_gaussian(3000, 40, 7)
     run_form = sop.primal if form == "sop primal" else getattr(ho, form)
     traces = {}
     for name in ("numpy", "numba"):
@@ -165,7 +150,7 @@ def test_engines_agree_bit_for_bit(form, params):
 
 @needs_numba
 def test_compiled_engine_reports_overflow_like_the_driver():
-    X, y = _noisy(200, 4, 8)
+    X, y = noisy_gaussian(200, 4, 8)
     X[150] = 1e300
     for name in ("numpy", "numba"):
         with pytest.raises(FloatRangeError, match=r"trial 1\d\d "):
@@ -177,13 +162,13 @@ def test_engine_names_are_checked(form):
     """Before any data work, whichever path the run would take (a short implicit run never
     reaches the compiled loop)."""
     with pytest.raises(ho.ParamError, match="engine: one of auto, numpy, numba"):
-        form(*_noisy(20, 3, 9), engine="fortran")
+        form(*noisy_gaussian(20, 3, 9), engine="fortran")
 
 
 def test_implicit_p2_switches_to_the_primal_representation():
     """p = 2, contracting factors: once 4 k_+ >= n the implicit form replays its factors into
     A_k and goes on as the primal form (from there the same state as the primal's)."""
-    X, y = _noisy(400, 20, 10)
+    X, y = noisy_gaussian(400, 20, 10)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     trace, model = ho.run_model("implicit", X, y, epochs=2, engine="numpy")
     primal = ho.primal(X, y, epochs=2, engine="numpy")
@@ -235,7 +220,7 @@ LONG = [("second_order", "primal", {"a": 1}),
 def test_long_run_matches_the_reference(algorithm, form, params, name):
     """Every mistake and update of a LONG_TRIALS-trial run (about a quarter of the trials
     are mistakes) is the reference's, or the run parts at a trial the reference flags."""
-    X, y = _quarters(LONG_TRIALS, 3, 11)
+    X, y = noisy_quarters(LONG_TRIALS, 3, 11)
     key = (algorithm, tuple(sorted(params.items())))
     if key not in _REFERENCE:
         _REFERENCE[key] = run(algorithm, X, y, impl="reference", record_scores=True, **params)

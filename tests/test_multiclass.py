@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
+from fixtures import assert_same_trace, gaussian_blobs
 from perceptron_oracle import run
 from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import DataError, OracleInputError
@@ -73,15 +74,6 @@ def multiclass_draws(draw, strategy: str, family: str):
     return X, labels, kernel, params, epochs, form
 
 
-def _same_trace(got, want) -> None:
-    assert (got.mistakes, got.updates) == (want.mistakes, want.updates)
-    assert (got.n_examples, got.epochs) == (want.n_examples, want.epochs)
-    for key in ("alpha", "votes", "b", "w"):
-        assert plain_value(got.final.get(key)) == plain_value(want.final.get(key)), key
-    for mode in ("longest_survivor", "averaged"):
-        assert plain_value(got.final[mode]) == plain_value(want.final[mode]), mode
-
-
 # -- training: each learner is the binary run ---------------------------------------------
 
 @pytest.mark.parametrize("strategy, family", ITEMS)
@@ -107,7 +99,7 @@ def test_shared_pass_learners_are_the_binary_runs(strategy, family, data):
             if result.excused:
                 event("a learner diverged at a fragile trial (accepted)")
             if exact:  # float64 is exact: the whole trace is the fast binary run's
-                _same_trace(traces[k], run("perceptron", X, Y[:, k], impl="fast", form=form,
+                assert_same_trace(traces[k], run("perceptron", X, Y[:, k], impl="fast", form=form,
                                            kernel=kernel, epochs=epochs, engine=engine,
                                            **params))
     event(f"exact inputs: {exact}")
@@ -179,13 +171,6 @@ def test_every_prediction_mode_is_the_references(strategy, family, data):
 
 # -- the compiled pass's own paths ----------------------------------------------------------
 
-def _blobs(T: int, n: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(K, n))
-    labels = rng.integers(0, K, T)
-    return centres[labels] + 1.5 * rng.normal(size=(T, n)), labels
-
-
 @NUMBA
 @pytest.mark.parametrize("form, kernel", [("primal", "linear"), ("dual", "linear"),
                                           ("dual", "rbf:gamma=1/4"),
@@ -193,7 +178,7 @@ def _blobs(T: int, n: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_two_classes_run_the_binary_compiled_loop(form, kernel):
     """K = 1 takes fast._compiled's binary arithmetic: on float data the run is the
     compiled binary run, its b (and the primal's w) to the last bit."""
-    X, labels = _blobs(300, 5, 2, seed=3)
+    X, labels = gaussian_blobs(300, 5, 2, seed=3)
     y = np.where(labels == 1, 1, -1)
     params = dict(tau=0.5, C=0.25, lam=0.5, eta=0.3)
     model = PerceptronOvR(5, 1, form=form, kernel=kernel, engine="numba", **params)
@@ -219,7 +204,7 @@ def test_two_classes_over_several_calls_are_the_binary_run(engine, kernel):
     later call on the supports of the earlier ones; the run is the binary run over all
     the rows, with its alpha and votes, and the averaged hypothesis scores new data as
     the reference's averaged hypothesis from the same updates."""
-    X, labels = _blobs(500, 5, 2, seed=9)
+    X, labels = gaussian_blobs(500, 5, 2, seed=9)
     y = np.where(labels == 1, 1, -1)
     model = PerceptronOvR(5, 1, form="dual", kernel=kernel, engine=engine, tau=0.5, C=0.25)
     for lo, hi in ((0, 120), (120, 330), (330, 500)):
@@ -231,7 +216,7 @@ def test_two_classes_over_several_calls_are_the_binary_run(engine, kernel):
     assert plain_value(got.final["alpha"]) == plain_value(want.final["alpha"])
     assert plain_value(got.final["votes"]) == plain_value(want.final["votes"])
     assert got.final["b"] == want.final["b"]
-    X_test, _ = _blobs(30, 5, 2, seed=10)
+    X_test, _ = gaussian_blobs(30, 5, 2, seed=10)
     kern = parse_kernel(kernel)
     averaged = np.array(want.final["averaged"]["alpha"], dtype=float)
     expected = kern.matrix(X_test, X) @ (averaged * y) + want.final["averaged"]["b"]  # eta 1
@@ -245,7 +230,7 @@ def test_several_calls_are_one_run_and_the_store_grows(engine, form, kernel):
     hundreds of supports grow the store from its 16 first places (the compiled dual loop
     returns and resumes).  Float data away from ties: both engines and the binary runs
     decide alike."""
-    X, labels = _blobs(600, 6, 4, seed=7)
+    X, labels = gaussian_blobs(600, 6, 4, seed=7)
     classes, Y = relabel(labels)
     model = PerceptronOvR(6, 4, form=form, kernel=kernel, engine=engine, tau=0.5,
                           alpha_bound=2)
@@ -263,7 +248,7 @@ def test_several_calls_are_one_run_and_the_store_grows(engine, form, kernel):
 
 @NUMBA
 def test_engines_agree_on_csr_and_on_every_mode():
-    X, labels = _blobs(400, 8, 3, seed=11)
+    X, labels = gaussian_blobs(400, 8, 3, seed=11)
     X[np.abs(X) < 1.0] = 0.0
     _, Y = relabel(labels)
     fitted = {}
@@ -272,7 +257,7 @@ def test_engines_agree_on_csr_and_on_every_mode():
         model = PerceptronOvR(8, 3, engine=engine, tau=1.0, C=0.5)
         model.train(data, Y, 2)
         fitted[name] = model
-    X_test, _ = _blobs(50, 8, 3, seed=12)
+    X_test, _ = gaussian_blobs(50, 8, 3, seed=12)
     base = fitted["numpy"]
     for name, model in fitted.items():
         for got, want in zip(model.traces(), base.traces()):
@@ -337,10 +322,10 @@ def test_predictions_take_new_rows_in_blocks_within_the_kernel_cap(monkeypatch):
     import tracemalloc
 
     from perceptron_oracle.fast import multiclass
-    X, labels = _blobs(900, 4, 3, seed=5)
+    X, labels = gaussian_blobs(900, 4, 3, seed=5)
     model = PerceptronOvR(4, 3, engine="numpy", form="dual", kernel="rbf:gamma=1")
     model.train(X, relabel(labels)[1], 3)
-    X_test, _ = _blobs(1024, 4, 3, seed=6)
+    X_test, _ = gaussian_blobs(1024, 4, 3, seed=6)
     width = 2 * model.n_support + max(len(log.arrays()[1]) for log in model.logs)
     assert 1024 * width * 8 > 12 * 2**20
     whole = {mode: model.decision(X_test, mode) for mode in ("voted", "averaged")}
@@ -362,7 +347,7 @@ def test_predictions_take_new_rows_in_blocks_within_the_kernel_cap(monkeypatch):
 def test_nan_in_x_is_named(engine, layout, K):
     """A NaN in X is named, dense or CSR, one learner or three, by either engine (the
     compiled primal's own scoring pass is the check)."""
-    X, labels = _blobs(50, 3, K, seed=1)
+    X, labels = gaussian_blobs(50, 3, K, seed=1)
     X[20, 1] = np.nan
     Y = relabel(labels)[1][:, :1 if K == 2 else K]
     with pytest.raises(DataError, match="X contains NaN") as info:
@@ -406,7 +391,7 @@ def test_bad_engine_is_one_line(engine):
 
 @NUMBA
 def test_one_vs_rest_takes_the_engine():
-    X, labels = _blobs(200, 4, 3, seed=2)
+    X, labels = gaussian_blobs(200, 4, 3, seed=2)
     got = {engine: one_vs_rest("perceptron", X, labels, form="dual", kernel="rbf:gamma=1/2",
                                engine=engine, tau=Fraction(1, 2))
            for engine in ("numpy", "numba")}

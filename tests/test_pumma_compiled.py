@@ -33,6 +33,7 @@ from fast_protocol import (
 )
 from fast_protocol import check_against as _check
 from fast_protocol import check_run as _check_run
+from fixtures import noisy_uniform
 from perceptron_oracle import registry
 from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import ParamError
@@ -71,7 +72,7 @@ def test_the_linear_dual_runs_the_primal_loop():
     """With p = 2 and the linear kernel the dual form's compiled run is the primal's loop
     (the same trace but its form); with another kernel ``engine`` leaves the driver in
     charge."""
-    X, y = _noisy(400, 6, seed=3)
+    X, y = noisy_uniform(400, 6, seed=3)
     for C in (None, "1/2"):
         primal = fp.primal(X, y, delta="1/10", C=C, engine="numba", record_scores=True)
         dual = fp.dual(X, y, delta="1/10", C=C, engine="numba", record_scores=True)
@@ -82,13 +83,6 @@ def test_the_linear_dual_runs_the_primal_loop():
         assert driver.updates == dual.updates and driver.scores != dual.scores
     rbf = {e: fp.dual(X[:60], y[:60], kernel="rbf:gamma=1", engine=e) for e in ENGINES}
     assert plain_value(rbf["numba"].final) == plain_value(rbf["numpy"].final)
-
-
-def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, n)) * scale
-    y = np.where(X @ rng.standard_normal(n) + 0.2 > 0, 1, -1)
-    return X, np.where(rng.random(T) < 0.1, -y, y).astype(np.int64)
 
 
 def _assert_engines_agree(a, b, C):
@@ -109,7 +103,7 @@ def _assert_engines_agree(a, b, C):
 def test_engines_agree_on_a_longer_run(C):
     """Some thousands of trials, dense and CSR, delta > 0: identical decisions and pair,
     scores, w, b and the slacks equal to rounding."""
-    X, y = _noisy(1500, 12, seed=1)
+    X, y = noisy_uniform(1500, 12, seed=1)
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
     for data in (X, Xs):
         a = fp.primal(data, y, epochs=2, delta="1/10", C=C, engine="numpy",
@@ -129,7 +123,7 @@ def test_engines_agree_on_a_longer_run(C):
 def test_p_above_2_engines_agree_on_a_longer_run(p, C):
     """p > 2, thousands of trials and hundreds of case-(ii) updates, dense and CSR: the
     compiled loop makes the driver's decisions, its scores and w equal to rounding."""
-    X, y = _noisy(1500, 12, seed=1)
+    X, y = noisy_uniform(1500, 12, seed=1)
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X))
     for data in (X, Xs):
         a = fp.primal(data, y, epochs=2, p=p, delta="1/10", C=C, engine="numpy",
@@ -231,7 +225,7 @@ def test_a_newton_cut_to_one_step_is_finished_inside_the_loop(monkeypatch, kind,
     are the uncut run's, the state the driver's (which finishes the same way).  The numpy
     engine, finishing its own cut Newton, decides alike (with the soft margin its slack
     terms reach the reference's Newton as Python floats: numpy's failed there)."""
-    X, y = _noisy(400, 6, seed=7)
+    X, y = noisy_uniform(400, 6, seed=7)
     data = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X)) if kind == "csr" else X
     params = dict(p=3, delta="1/10", C=C)
     uncut = fp.primal(data, y, epochs=2, engine="numba", **params)
@@ -262,7 +256,7 @@ def test_start_up_with_an_infeasible_pair_and_a_mistake_free_store():
 def _pair_apart_by_1e_300(kind: str) -> tuple[object, np.ndarray]:
     """Rows of 1e-160 with one pair differing by 1e-300 (dense or CSR): w ~ 1e300 after
     that pair's update, and the next scores overflow."""
-    X, y = _noisy(40, 3, seed=2, scale=1e-160)
+    X, y = noisy_uniform(40, 3, seed=2, scale=1e-160)
     X[7] = X[np.flatnonzero(y != y[7])[-1]]
     X[7, 0] += 1e-300
     return (sp.csr_matrix(X) if kind == "csr" else X), y
@@ -280,7 +274,7 @@ def test_overflow_names_the_same_trial_in_both_engines(kind):
 @pytest.mark.parametrize("row", [0, 30])
 def test_nan_or_infinity_in_x_is_validates_data_error(bad, row):
     """Row 0 is scored at start-up (w = 0), row 30 after it: the same DataError."""
-    X, y = _noisy(50, 4, seed=3)
+    X, y = noisy_uniform(50, 4, seed=3)
     X[row, 2] = bad
     assert_bad_value_named(lambda data, engine: fp.primal(data, y, engine=engine, C="1/4"),
                            X, bad)
@@ -295,7 +289,7 @@ def test_shadow_runs_take_the_numpy_path(monkeypatch):
     """Under forced_updates and in forced_run neither the compiled loop nor (p > 2) the
     compiled Newton is called, whatever the engine asked; the runs are the numpy
     engine's."""
-    X, y = _noisy(60, 4, seed=4)
+    X, y = noisy_uniform(60, 4, seed=4)
     free = fp.primal(X, y, epochs=2, C="1/4", engine="numpy")
     forced = sorted(set(free.updates[::2]))
     with forced_updates(forced):
@@ -320,7 +314,7 @@ def test_p_above_2_takes_the_compiled_loop_on_numba(monkeypatch):
     """p > 2: "numba" and "auto" run the compiled per-trial loop
     (``fast._numba.pumma_pnorm_primal``), "numpy" the block-ahead driver with the numpy
     Newton; the p = 2 loop is not called."""
-    X, y = _noisy(200, 5, seed=4)
+    X, y = noisy_uniform(200, 5, seed=4)
     calls: list[str] = []
     real = _compiled.kernels()
 
@@ -360,7 +354,7 @@ def test_p_above_2_overflow_names_the_same_trial_in_both_engines(kind, p):
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 @pytest.mark.parametrize("row", [0, 30])
 def test_p_above_2_nan_or_infinity_in_x_is_validates_data_error(bad, row):
-    X, y = _noisy(50, 4, seed=3)
+    X, y = noisy_uniform(50, 4, seed=3)
     X[row, 2] = bad
     assert_bad_value_named(lambda data, engine: fp.primal(data, y, p=3, engine=engine),
                            X, bad)
@@ -391,7 +385,7 @@ def test_p_above_2_engines_match_reference(strategy, data):
 
 @needs_numba
 def test_auto_and_the_registry_take_the_compiled_loop(monkeypatch):
-    X, y = _noisy(80, 5, seed=6)
+    X, y = noisy_uniform(80, 5, seed=6)
     assert "primal" in registry.get("pumma").engine_forms
     expected = fp.primal(X, y, engine="numba", C="1")
     for trace in (fp.primal(X, y, C="1"),
@@ -409,7 +403,7 @@ def test_auto_and_the_registry_take_the_compiled_loop(monkeypatch):
 
 def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
     monkeypatch.setattr(_compiled, "available", lambda: False)
-    X, y = _noisy(20, 3, seed=5)
+    X, y = noisy_uniform(20, 3, seed=5)
     with pytest.raises(ParamError, match="needs numba") as info:
         fp.primal(X, y, engine="numba")
     assert "\n" not in str(info.value)

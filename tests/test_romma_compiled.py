@@ -30,9 +30,10 @@ from fast_protocol import (
     needs_numba,
 )
 from fast_protocol import check_run as _check_run
+from fixtures import noisy_uniform
 from perceptron_oracle.data import validate
 from perceptron_oracle.errors import DataError, ParamError
-from perceptron_oracle.fast import _compiled, _compiled_romma
+from perceptron_oracle.fast import _compiled, _compiled_romma, maximum_margin
 from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import forced_updates, run_blocks
 from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
@@ -64,7 +65,7 @@ def test_primal_engines_and_dual_match_reference(strategy, data):
 def test_the_linear_dual_runs_the_primal_loop():
     """With the linear kernel the dual form's compiled run is the primal's loop (the same
     trace but its form)."""
-    X, y = _noisy(400, 6, seed=3)
+    X, y = noisy_uniform(400, 6, seed=3)
     primal = fr.primal(X, y, delta="1/10", engine="numba", record_scores=True)
     dual = fr.dual(X, y, delta="1/10", engine="numba", record_scores=True)
     assert dual.form == "dual" and primal.form == "primal"
@@ -90,18 +91,11 @@ def test_kernel_dual_matches_reference(family, engine, data):
                                  **params), X, f"dual {kernel} {engine}")
 
 
-def _noisy(T: int, n: int, seed: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, n)) * scale
-    y = np.where(X @ rng.standard_normal(n) + 0.2 > 0, 1, -1)
-    return X, np.where(rng.random(T) < 0.1, -y, y).astype(np.int64)
-
-
 @needs_numba
 def test_engines_agree_on_a_longer_run():
     """Some thousands of trials, dense and CSR, delta > 0: identical decisions, scores and
     final w to rounding; the dual's too, on a prefix."""
-    X, y = _noisy(1500, 12, seed=1)
+    X, y = noisy_uniform(1500, 12, seed=1)
     Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
     for data in (X, Xs):
         a = fr.primal(data, y, epochs=2, delta="1/10", engine="numpy", record_scores=True)
@@ -121,7 +115,7 @@ def test_engines_agree_on_a_longer_run():
 @needs_numba
 @pytest.mark.parametrize("kind", ["dense", "csr"])
 def test_overflow_names_the_same_trial_in_both_engines(kind):
-    X, y = _noisy(40, 3, seed=2, scale=1e-160)
+    X, y = noisy_uniform(40, 3, seed=2, scale=1e-160)
     X[5] = 0.0
     X[5, 0] = 1e-300  # w ~ 1e300 after this update, scores overflow at the next ones
     data = sp.csr_matrix(X) if kind == "csr" else X
@@ -131,7 +125,7 @@ def test_overflow_names_the_same_trial_in_both_engines(kind):
 @needs_numba
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nan_or_infinity_in_x_is_validates_data_error(bad):
-    X, y = _noisy(50, 4, seed=3)
+    X, y = noisy_uniform(50, 4, seed=3)
     X[30, 2] = bad
     assert_bad_value_named(lambda data, engine: fr.primal(data, y, engine=engine), X, bad)
 
@@ -139,7 +133,7 @@ def test_nan_or_infinity_in_x_is_validates_data_error(bad):
 @needs_numba
 def test_forced_updates_take_the_numpy_path(monkeypatch):
     """Shadow runs: the forced update trials are imposed whatever the engine asked."""
-    X, y = _noisy(60, 4, seed=4)
+    X, y = noisy_uniform(60, 4, seed=4)
     free = fr.primal(X, y, epochs=2, engine="numpy")
     forced = sorted(set(free.updates[::2]))
     monkeypatch.setattr(_compiled_romma, "loops", lambda: pytest.fail("compiled under forcing"))
@@ -150,7 +144,7 @@ def test_forced_updates_take_the_numpy_path(monkeypatch):
 
 def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
     monkeypatch.setattr(_compiled, "available", lambda: False)
-    X, y = _noisy(20, 3, seed=5)
+    X, y = noisy_uniform(20, 3, seed=5)
     with pytest.raises(ParamError, match="needs numba") as info:
         fr.primal(X, y, engine="numba")
     assert "\n" not in str(info.value)
@@ -254,7 +248,7 @@ def test_kernel_dual_engines_agree_on_a_longer_run(kernel):
     """Some thousands of trials, two epochs, the adaptive blocks (stops after MAX_FOLDS
     updates and at ||w||^2's refresh included): the numpy engine's decisions, its scores
     and alpha to rounding."""
-    X, y = _noisy(1500, 8, seed=13)
+    X, y = noisy_uniform(1500, 8, seed=13)
     a = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numpy",
                 record_scores=True)
     b = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numba",
@@ -266,7 +260,7 @@ def test_kernel_dual_engines_agree_on_a_longer_run(kernel):
 
 @needs_numba
 def test_kernel_dual_overflow_names_the_same_trial_in_both_engines():
-    X, y = _noisy(30, 3, seed=14)
+    X, y = noisy_uniform(30, 3, seed=14)
     X[10] *= 1e200  # k(x_s, x_10) ~ 1e400 under the quadratic kernel: the score overflows
     assert_engines_stop_alike(lambda engine: fr.dual(X, y, epochs=2, engine=engine,
                                                      kernel="poly:degree=2"))
@@ -276,7 +270,7 @@ def test_kernel_dual_overflow_names_the_same_trial_in_both_engines():
 @needs_numba
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_kernel_dual_nan_or_infinity_in_x_is_validates_data_error(bad):
-    X, y = _noisy(50, 4, seed=15)
+    X, y = noisy_uniform(50, 4, seed=15)
     X[30, 2] = bad
     assert_bad_value_named(lambda data, engine: fr.dual(data, y, engine=engine,
                                                         kernel="rbf:gamma=1"), X, bad)
@@ -286,7 +280,7 @@ def test_kernel_dual_nan_or_infinity_in_x_is_validates_data_error(bad):
 def test_kernel_dual_csr_and_forced_runs_take_the_windows(monkeypatch):
     """CSR X with a non-linear kernel, and shadow runs, take the numpy engine's windows
     whatever ``engine`` asked (documented fallbacks)."""
-    X, y = _noisy(80, 5, seed=16)
+    X, y = noisy_uniform(80, 5, seed=16)
     X[np.abs(X) < 0.4] = 0.0
     windows = fr.dual(X, y, kernel="rbf:gamma=1", engine="numpy", record_scores=True)
     monkeypatch.setattr(fr, "_dual_walk", lambda *a: pytest.fail("compiled dual ran"))
@@ -312,9 +306,9 @@ def test_dual_running_products_equal_a_fresh_gram_product(kernel, monkeypatch):
     ||v||^2, equal G a recomputed from the kernel, also with the refresh that bounds their
     rounding switched off (to 1e-10 of the magnitude of their terms: on these data the
     coefficients grow to 1e6 and cancel)."""
-    X, y = _noisy(400, 5, seed=6)
-    for refresh in (fr.DualSpace.REFRESH, 10**9):
-        monkeypatch.setattr(fr.DualSpace, "REFRESH", refresh)
+    X, y = noisy_uniform(400, 5, seed=6)
+    for refresh in (maximum_margin.DualSpace.REFRESH, 10**9):
+        monkeypatch.setattr(maximum_margin.DualSpace, "REFRESH", refresh)
         space = _dual_model(X, y, kernel)
         S = len(space.support)
         assert S > 50
@@ -333,9 +327,9 @@ def test_dual_running_products_equal_a_fresh_gram_product(kernel, monkeypatch):
 def test_dual_kernel_cache_stays_within_its_cap(monkeypatch):
     """A cap of 40 kernel rows: the chunks never hold more, rows beyond it are computed per
     block, and the run is the uncapped run."""
-    X, y = _noisy(300, 4, seed=7)
+    X, y = noisy_uniform(300, 4, seed=7)
     full = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2, engine="numpy")
-    monkeypatch.setattr(fr, "KERNEL_CACHE_BYTES", 40 * 8 * 300)
+    monkeypatch.setattr(maximum_margin, "KERNEL_CACHE_BYTES", 40 * 8 * 300)
     space = _dual_model(X, y, "rbf:gamma=1", epochs=2)
     assert len(space.support) > 40
     assert sum(c.nbytes for c in space.chunks) <= 40 * 8 * 300
@@ -345,7 +339,7 @@ def test_dual_kernel_cache_stays_within_its_cap(monkeypatch):
 
 
 def test_dual_on_csr_input_is_the_dense_run():
-    X, y = _noisy(200, 6, seed=8)
+    X, y = noisy_uniform(200, 6, seed=8)
     X[np.abs(X) < 0.4] = 0.0
     for kernel in ("linear", "rbf:gamma=1"):
         dense = fr.dual(X, y, kernel=kernel, engine="numpy")
@@ -356,7 +350,7 @@ def test_dual_on_csr_input_is_the_dense_run():
 # -- CSR input: validate() without a copy -----------------------------------------------------
 
 def test_canonical_csr_is_taken_without_a_copy():
-    X, y = _noisy(30, 5, seed=9)
+    X, y = noisy_uniform(30, 5, seed=9)
     X[np.abs(X) < 0.5] = 0.0
     A = sp.csr_matrix(X)
     out, _ = validate(A, y)
@@ -366,7 +360,7 @@ def test_canonical_csr_is_taken_without_a_copy():
 @pytest.mark.parametrize("change", ["unsorted", "duplicates", "float32", "int64 indices",
                                     "csc"])
 def test_other_sparse_input_is_copied_to_canonical_csr_and_left_alone(change):
-    X, y = _noisy(30, 5, seed=10)
+    X, y = noisy_uniform(30, 5, seed=10)
     X[np.abs(X) < 0.5] = 0.0
     A = sp.csr_matrix(X)
     if change in ("unsorted", "duplicates"):
@@ -406,7 +400,7 @@ def test_other_sparse_input_is_copied_to_canonical_csr_and_left_alone(change):
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_canonical_csr_is_still_checked_for_nan_and_infinity(bad):
-    X, y = _noisy(20, 4, seed=11)
+    X, y = noisy_uniform(20, 4, seed=11)
     X[7, 1] = bad
     with pytest.raises(DataError, match="X contains") as info:
         validate(sp.csr_matrix(X), y)

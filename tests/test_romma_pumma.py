@@ -423,7 +423,7 @@ def test_every_trial_after_a_lost_state_is_fragile(monkeypatch):
     test (y score = 1), went unflagged while the dual form updates there.  Found by the
     differential suite (thorough profile, duplicates)."""
     from perceptron_oracle.compare import compare
-    from perceptron_oracle.fast.romma import DualSpace
+    from perceptron_oracle.fast.maximum_margin import DualSpace
     from perceptron_oracle.registry import run
     # The dual on the driver in the evaluation order that parts at trial 9 (a fresh kernel
     # block per block, no folded updates): the witness that the flag is needed.

@@ -11,6 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from fixtures import noisy_uniform
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable
 from perceptron_oracle.errors import DataError, ParamError
@@ -30,21 +31,12 @@ FORMS = [(fast_romma, "primal"), (fast_romma, "dual"), (fast_pumma, "primal"),
          (fast_pumma, "dual")]
 
 
-def _noisy(T: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, (T, n))
-    u = rng.standard_normal(n)
-    y = np.where(X @ u + 0.3 > 0, 1, -1)
-    flip = rng.random(T) < 0.1
-    return X, np.where(flip, -y, y).astype(np.int64)
-
-
 # -- bad input ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("module,form", FORMS)
 def test_bad_input_fails_with_the_right_error(module, form):
     run = getattr(module, form)
-    X, y = _noisy(10, 3, 0)
+    X, y = noisy_uniform(10, 3, 0, offset=0.3)
     with pytest.raises(DataError, match="label"):
         run(X, np.where(y > 0, 1, 0))
     with pytest.raises(DataError, match="NaN"):
@@ -63,7 +55,7 @@ def test_bad_input_fails_with_the_right_error(module, form):
 
 
 def test_pumma_parameter_errors():
-    X, y = _noisy(10, 3, 1)
+    X, y = noisy_uniform(10, 3, 1, offset=0.3)
     with pytest.raises(ParamError, match="p = 2"):
         fast_pumma.dual(X, y, p=3)
     with pytest.raises(ParamError, match="parameter p"):
@@ -82,7 +74,7 @@ def _augmented(X: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
 
 @pytest.mark.parametrize("form", ["primal", "dual"])
 def test_soft_margin_is_the_hard_margin_on_augmented_examples(form):
-    X, y = _noisy(40, 4, 2)
+    X, y = noisy_uniform(40, 4, 2, offset=0.3)
     X[20:] = X[:20]                        # the same points again, at other indices
     y[20:] = -y[:20]                       # ... with the opposite labels: not separable
     C = 4.0
@@ -101,7 +93,7 @@ def test_soft_margin_is_the_hard_margin_on_augmented_examples(form):
 def test_soft_margin_slack_follows_the_example_not_the_trial():
     """Across epochs, trial t's slack is example t mod T's: a form that keyed it by trial
     would lose it in the second epoch and update again where the reference does not."""
-    X, y = _noisy(25, 3, 3)
+    X, y = noisy_uniform(25, 3, 3, offset=0.3)
     for form in ("primal", "dual"):
         expected = reference_pumma(X, y, C="1", delta="1/10", epochs=3, record_scores=True)
         actual = getattr(fast_pumma, form)(X, y, C="1", delta="1/10", epochs=3)
@@ -128,7 +120,7 @@ def test_primal_and_dual_agree_on_a_long_run():
 def test_long_run_matches_the_reference():
     """Beyond Fraction's reach (IMPLEMENTING.md, "Exact ROMMA and PUMMA grow
     exponentially"): the reference's mpmath mode, 150 trials."""
-    X, y = _noisy(50, 3, 5)
+    X, y = noisy_uniform(50, 3, 5, offset=0.3)
     for module, reference in ((fast_romma, reference_romma), (fast_pumma, reference_pumma)):
         expected = reference(X, y, epochs=3, delta="1/10", record_scores=True)
         for form, engine in (("primal", "auto"), ("dual", "auto"), ("dual", "numpy")):
@@ -273,7 +265,7 @@ def test_pumma_needs_fewer_updates_than_romma_with_augmentation_at_large_bias():
 def test_csr_input_gives_the_dense_run(module, form):
     import scipy.sparse as sp
 
-    X, y = _noisy(120, 8, 8)
+    X, y = noisy_uniform(120, 8, 8, offset=0.3)
     X[np.abs(X) < 0.5] = 0.0
     params = {"C": "1"} if module is fast_pumma else {}
     dense = getattr(module, form)(X, y, epochs=2, delta="1/10", **params)
@@ -286,7 +278,7 @@ def test_csr_input_gives_the_dense_run(module, form):
 def test_near_parallel_pair_is_feasible(engine):
     """z = (0, 0.116) against theta ~ (5e-10, -0.063): sin^2 of their angle ~ 6e-17 is below
     what ||z||^2 ||theta||^2 - (z.theta)^2 resolves in float64; the residual form of the
-    determinant (fast.romma.step2) resolves it, and the update happens as in exact
+    determinant (fast.maximum_margin.step2) resolves it, and the update happens as in exact
     arithmetic."""
     X = np.array([[0.813845757258564, 0.0], [-0.5000000000386606, 1.1773123518303916e-45],
                   [-0.5000000005, 0.264102288658999], [0.5000000004, 0.20049954391052016],
@@ -423,7 +415,7 @@ def test_forced_run_reports_the_update_tests_left_side(form):
     another length goes through another BLAS kernel); and the left side it reports is the one
     the form decides on: an update test is passed (no update) iff the value is >= 1 - delta,
     nan exactly at start-up and for the pair members."""
-    X, y = _noisy(80, 5, 3)
+    X, y = noisy_uniform(80, 5, 3, offset=0.3)
     params = dict(p=2, delta=0.25, C=0.5, numbers="auto")
     plain = getattr(fast_pumma, form)(X, y, epochs=2, record_scores=True, **params)
     shadow, tested = fast_pumma.forced_run(form, X, y, 2, "linear", params, plain.updates)

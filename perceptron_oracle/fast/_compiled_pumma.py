@@ -6,10 +6,10 @@ row, a gather over the stored entries of a CSR row) and, at an update, problem (
 soft margin, (24)) solved and w moved in place, then the bias (20) recomputed.
 
 p = 2: the closed forms (15)/(19) exactly as ``fast.pumma``'s numpy path does through
-``fast.romma.step2`` with z = x_pos - x_neg and c = 2 (the residual form of D; the forms
-themselves compiled without reassociation).  An update makes two or three passes over w (z
-formed with ||z||^2 and w.z; the residual in case (ii); the move with the new ||w||^2 and the
-pair's two scores); for dense X and the hard margin the loop calls one helper per pass
+``fast.maximum_margin.step2`` with z = x_pos - x_neg and c = 2 (the residual form of D; the
+forms themselves compiled without reassociation).  An update makes two or three passes over w
+(z formed with ||z||^2 and w.z; the residual in case (ii); the move with the new ||w||^2 and
+the pair's two scores); for dense X and the hard margin the loop calls one helper per pass
 (``dense_pair``, ``hard_step``, ``dense_move``), each a single loop, so that numba prunes its
 reference counts on the arrays (a function looping over them several times keeps them: six
 locked operations per update; ``fast._numba.pumma_primal``); with the soft margin or CSR rows

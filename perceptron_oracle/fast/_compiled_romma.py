@@ -3,12 +3,12 @@ the compiled blocks of its kernel dual (below).
 
 One trial at a time in machine code: a dot product per trial (a vectorised loop over a dense
 row, its sum reassociated; a gather over the stored entries of a CSR row) and, at an update,
-problem (2) solved by the closed forms (15)/(19) exactly as ``fast.romma.step2`` does (the
-residual form of D; the forms themselves compiled without reassociation), w rescaled and
-moved in place.  The block-ahead driver pays a Python round trip and a dozen small numpy
-calls per update (about 5 us at 100 features); the loop pays three passes over the row and
-w at an update (||z||^2, the residual, the new w with its norm), written out in one function
-for dense X (``romma_dense_update``), so its cost hardly depends on the update rate.
+problem (2) solved by the closed forms (15)/(19) exactly as ``fast.maximum_margin.step2`` does
+(the residual form of D; the forms themselves compiled without reassociation), w rescaled and
+moved in place.  The block-ahead driver pays a Python round trip and a dozen small numpy calls
+per update (about 5 us at 100 features); the loop pays three passes over the row and w at an
+update (||z||^2, the residual, the new w with its norm), written out in one function for dense
+X (``romma_dense_update``), so its cost hardly depends on the update rate.
 ``python -m perceptron_oracle.benchmarks --only "romma primal"`` measures it against one
 ``X @ w`` pass and the plain numba loop.
 

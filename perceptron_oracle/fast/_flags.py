@@ -13,8 +13,9 @@ MISTAKE, UPDATE, BLOCKED = 1, 2, 4
 
 #: A float64 sum of squares at or above this is exact to its rounding (a square that
 #: underflowed is off by at most 2^-1075, far below the sum's ulp of 2^-952); below it, the
-#: forms that can meet such sums (PUMMA's soft margin at a tiny C: ``fast.romma.slack_root``)
-#: sum again on scaled terms.  Fixed, as the flags: the compiled loops read it as a constant.
+#: forms that can meet such sums (PUMMA's soft margin at a tiny C:
+#: ``fast.maximum_margin.slack_root``) sum again on scaled terms.  Fixed, as the flags: the
+#: compiled loops read it as a constant.
 TINY_SQUARES = 2.0 ** -900
 
 #: Return codes of the one-vs-rest loops besides a trial number (a score that is not finite).

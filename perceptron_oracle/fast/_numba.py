@@ -637,10 +637,10 @@ def sparse_residual(w: Any, zbuf: Any, r: float) -> float:
 
 @jit
 def step_case(c: float, zz: float, vz: float, vv: float) -> int:
-    """Problem (2)/(3) for p = 2 (``fast.romma.step2``, constant c): 0 infeasible (z = 0),
-    1 case (i), eq. (15), 2 case (ii), eq. (19), which needs the residual.  The closed forms
-    are compiled without reassociation (their callers reassociate their sums), so each is
-    evaluated as written."""
+    """Problem (2)/(3) for p = 2 (``fast.maximum_margin.step2``, constant c): 0 infeasible
+    (z = 0), 1 case (i), eq. (15), 2 case (ii), eq. (19), which needs the residual.  The
+    closed forms are compiled without reassociation (their callers reassociate their sums),
+    so each is evaluated as written."""
     if not zz > 0.0:
         return 0
     if vv == 0.0 or c * vz >= zz * vv:
@@ -694,11 +694,12 @@ def romma_sparse_update(indptr: Any, indices: Any, data: Any, j: int, label: flo
 @jit(reassoc=True)
 def romma_dense_update(X: Any, j: int, label: float, vz: float, vv: float, w: Any,
                        singular: float) -> tuple[bool, float]:
-    """Problem (2) with z = y x_j, c = 1 (``fast.romma.step2``; vz the margin y w.x_j, D in
-    the residual form ||z||^2 ||v - (v.z/||z||^2) z||^2) and, when feasible, w <- eta w +
-    lambda z, for dense X: the passes (||z||^2, the residual in case (ii), the move with the
-    new ||w||^2) written out in one function with its sums reassociated (measured faster
-    than the same passes as separate helpers).  Returns (feasible, the new ||w||^2)."""
+    """Problem (2) with z = y x_j, c = 1 (``fast.maximum_margin.step2``; vz the margin
+    y w.x_j, D in the residual form ||z||^2 ||v - (v.z/||z||^2) z||^2) and, when feasible,
+    w <- eta w + lambda z, for dense X: the passes (||z||^2, the residual in case (ii), the
+    move with the new ||w||^2) written out in one function with its sums reassociated
+    (measured faster than the same passes as separate helpers).  Returns (feasible, the new
+    ||w||^2)."""
     n = w.shape[0]
     zz = 0.0
     for k in range(n):
@@ -731,11 +732,11 @@ def romma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
                  state: Any, mistakes: Any, updates: Any, scores: Any, record: bool) -> int:
     """state = [last updated example, bad score, mistakes, updates]; w the start (0 for a
     run), zbuf n zeros (CSR: the dense z of the residual); ``singular`` is
-    ``fast.romma.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are written to
-    the front of ``mistakes`` and ``updates``.  Returns the first trial with a score that is
-    not finite, or -1.  A dense row's score is ``row_dot`` (a vectorised sum).  The trial's
-    record is written here: an inlined helper taking the arrays kept their locked reference
-    counts, four a trial (``pumma_primal``)."""
+    ``fast.maximum_margin.RESIDUAL_SINGULAR``.  The trials of the mistakes and updates are
+    written to the front of ``mistakes`` and ``updates``.  Returns the first trial with a
+    score that is not finite, or -1.  A dense row's score is ``row_dot`` (a vectorised sum).
+    The trial's record is written here: an inlined helper taking the arrays kept their
+    locked reference counts, four a trial (``pumma_primal``)."""
     T = y.shape[0]
     last = int(state[0])
     vv = norm2(w)
@@ -818,7 +819,7 @@ def dense_move(X: Any, pos: int, neg: int, w: Any, z: Any, eta: float,
 def pair_products(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, pos: int,
                   neg: int, w: Any, z: Any) -> tuple[float, float]:
     """z = x_pos - x_neg in place (CSR: both rows scattered into zeros, as
-    ``fast.romma.PrimalSpace.pair`` forms it), and ||z||^2 and w.z."""
+    ``fast.maximum_margin.PrimalSpace.pair`` forms it), and ||z||^2 and w.z."""
     if not sparse:
         return dense_pair(X, pos, neg, w, z)
     n = z.shape[0]
@@ -900,9 +901,9 @@ def slack_over_c(a: Any, held: Any, count: int, pos: int, neg: int, r: float,
                  inv_c: float, plain: float) -> float:
     """||a - r (e_pos - e_neg)||^2 / C from ``plain``, that sum of squares as summed
     (``slack_norm``, ``slack_move``): plain / C, or below ``TINY_SQUARES`` summed again as
-    ||s (a - r E)||^2 c, (s, c) = ``fast.romma.slack_root(1/C)`` (s ~ 1/sqrt(C) a power of
-    two, exact): a = C y xi is of C's size, and below C ~ 1e-154 its squares underflow where
-    the result does not (C = 1e-170: ||v~||^2 = 0, case (i) at every update)."""
+    ||s (a - r E)||^2 c, (s, c) = ``fast.maximum_margin.slack_root(1/C)`` (s ~ 1/sqrt(C) a
+    power of two, exact): a = C y xi is of C's size, and below C ~ 1e-154 its squares underflow
+    where the result does not (C = 1e-170: ||v~||^2 = 0, case (i) at every update)."""
     if plain >= TINY_SQUARES:
         return plain * inv_c
     s = math.ldexp(1.0, math.frexp(inv_c)[1] // 2)
@@ -923,8 +924,8 @@ def hold(e: int, held: Any, mark: Any, count: int) -> int:
 def pumma_step(zz: float, vz: float, vv: float, w: Any, z: Any, a: Any, held: Any,
                count: int, pos: int, neg: int, inv_c: float, soft: bool,
                singular: float) -> tuple[bool, float, float]:
-    """Problem (3) (or (24)) for p = 2 (``fast.romma.step2`` with c = 2, D in the residual
-    form of the augmented vectors): (feasible, lambda, eta)."""
+    """Problem (3) (or (24)) for p = 2 (``fast.maximum_margin.step2`` with c = 2, D in the
+    residual form of the augmented vectors): (feasible, lambda, eta)."""
     case = step_case(2.0, zz, vz, vv)
     if case < 2:
         return case == 1, 2.0 / zz if case == 1 else 0.0, 0.0
@@ -992,12 +993,13 @@ def pumma_primal(X: Any, indptr: Any, indices: Any, data: Any, sparse: bool, y: 
                  updates: Any, scores: Any, record: bool) -> int:
     """state = [pos, neg, b, bad score, mistakes, updates, held count] (pos, neg = -1: not
     stored); w, a (T entries, soft margin; else 1), held/mark the start (zeros, False for a
-    run); z n scratch entries; ``singular``: ``fast.romma.RESIDUAL_SINGULAR``.  Mistakes and
-    updates (trials) go to the front of ``mistakes``, ``updates``.  Returns the first trial
-    whose score (at start-up: row product with w = 0) is not finite, or -1.  Arrays are used
-    here or by one-loop helpers: numba keeps its locked reference counts on the arrays of an
-    inlined helper (four a trial for one that wrote the trial's record) or of a function with
-    several loops (``pumma_pair_update``: six a call) and prunes them elsewhere."""
+    run); z n scratch entries; ``singular``: ``fast.maximum_margin.RESIDUAL_SINGULAR``.
+    Mistakes and updates (trials) go to the front of ``mistakes``, ``updates``.  Returns the
+    first trial whose score (at start-up: row product with w = 0) is not finite, or -1.
+    Arrays are used here or by one-loop helpers: numba keeps its locked reference counts on
+    the arrays of an inlined helper (four a trial for one that wrote the trial's record) or
+    of a function with several loops (``pumma_pair_update``: six a call) and prunes them
+    elsewhere."""
     pos, neg, b, count = int(state[0]), int(state[1]), state[2], int(state[6])
     vv = norm2(w) + (slack_over_c(a, held, count, -1, -1, 0.0, inv_c, 0.0) if soft else 0.0)
     nm, nu, bad, t = 0, 0, -1, -1
@@ -1378,11 +1380,11 @@ def ho_explicit_b(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: 
 @jit
 def romma_dual_step(zz: float, vz: float, vv: float, singular: float
                     ) -> tuple[int, float, float]:
-    """Problem (2) with z = y x_j, c = 1 from kernel values (``fast.romma.step2`` without the
-    residual, as ``DualSpace`` calls it): (0 infeasible / 1 case (i), eq. (15) / 2 case (ii),
-    eq. (19), lambda, eta).  Infeasible: ||z||^2 = k(x_j, x_j) <= 0, or in case (ii)
-    D = ||z||^2 ||v||^2 - (v.z)^2 <= ``singular`` ||z||^2 ||v||^2 (``fast.romma.SINGULAR``).
-    Evaluated as written (no reassociation)."""
+    """Problem (2) with z = y x_j, c = 1 from kernel values (``fast.maximum_margin.step2``
+    without the residual, as ``DualSpace`` calls it): (0 infeasible / 1 case (i), eq. (15) /
+    2 case (ii), eq. (19), lambda, eta).  Infeasible: ||z||^2 = k(x_j, x_j) <= 0, or in case
+    (ii) D = ||z||^2 ||v||^2 - (v.z)^2 <= ``singular`` ||z||^2 ||v||^2
+    (``fast.maximum_margin.SINGULAR``).  Evaluated as written (no reassociation)."""
     case = step_case(1.0, zz, vz, vv)
     if case == 0:
         return 0, 0.0, 0.0

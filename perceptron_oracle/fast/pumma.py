@@ -1,14 +1,15 @@
 """PUMMA_p(delta) (Ishibashi, Hatano & Takeda 2008) in float64: forms ``primal`` and ``dual``.
 
 Both follow ``reference.pumma`` trial for trial (SPEC.md, "romma / pumma") and share the
-block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that hold w.
+block-ahead driver and, from ``fast.maximum_margin``, the p = 2 step and the spaces that
+hold w.
 
 - ``primal`` (linear kernel, any p >= 2; dense or CSR X).  p = 2: w in float64, the closed
-  forms (15)/(19) through :func:`fast.romma.step2` with z = x_pos - x_neg and c = 2; the
-  same as a compiled per-trial loop (``fast._compiled_pumma``; ``engine=``), the default
-  when numba is installed.  p > 2: w and its dual vector theta = f(w) (Lemma 3; kept as
-  the last phi = alpha z + beta theta, since f(f^{-1}(phi)) = phi), case (i) in closed form
-  and case (ii) by a damped Newton iteration on the Lagrange dual (18), vectorised over the
+  forms (15)/(19) through :func:`fast.maximum_margin.step2` with z = x_pos - x_neg and c = 2;
+  the same as a compiled per-trial loop (``fast._compiled_pumma``; ``engine=``), the default
+  when numba is installed.  p > 2: w and its dual vector theta = f(w) (Lemma 3; kept as the
+  last phi = alpha z + beta theta, since f(f^{-1}(phi)) = phi), case (i) in closed form and
+  case (ii) by a damped Newton iteration on the Lagrange dual (18), vectorised over the
   coordinates, with the exact 2 x 2 Hessian and warm-started from the previous update's
   (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
   (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
@@ -18,8 +19,8 @@ block-ahead driver and, from ``fast.romma``, the p = 2 step and the spaces that 
   (``fast._numba.pumma_newton``) and f^{-1} by ``fast._numba.link_inverse``; an update
   whose compiled Newton stops above NEWTON_TOLERANCE leaves the loop for the finishing
   pass in Python (:func:`_finish_pending`), and the loop resumes after it.
-- ``dual`` (p = 2, any kernel): fast.romma.DualSpace; section 4.2's soft margin adds 1/C
-  on the support Gram matrix's diagonal, by example identity across epochs.
+- ``dual`` (p = 2, any kernel): fast.maximum_margin.DualSpace; section 4.2's soft margin
+  adds 1/C on the support Gram matrix's diagonal, by example identity across epochs.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ..trace import Trace
 from . import _compiled, _compiled_pumma
 from ._compiled import TINY_SQUARES
 from .driver import finite_final, forced_updates, run_blocks
-from .romma import (
+from .maximum_margin import (
     RESIDUAL_SINGULAR,
     SINGULAR,
     DualSpace,
@@ -116,10 +117,11 @@ class PNormSpace(PrimalSpace):
     def _parallel(self, z: np.ndarray, pos: int, neg: int) -> bool:
         """Whether (z, E) is a nonpositive multiple of (theta, a) (case (ii) infeasible,
         reference.pumma's 2-norm Gram test), by the residual form of its determinant
-        (fast.romma.step2).  Where ||theta||^2 + ||a||^2 is below ``TINY_SQUARES`` (a soft
-        margin's tiny C makes both of C's size: at C = 1e-170 the test was 0 <= 0, an update
-        called infeasible) the test runs on (theta, a) times k, the power of two that brings
-        their largest entry into [1/2, 1): exact, and the test is homogeneous in them."""
+        (fast.maximum_margin.step2).  Where ||theta||^2 + ||a||^2 is below ``TINY_SQUARES`` (a
+        soft margin's tiny C makes both of C's size: at C = 1e-170 the test was 0 <= 0, an
+        update called infeasible) the test runs on (theta, a) times k, the power of two that
+        brings their largest entry into [1/2, 1): exact, and the test is homogeneous in
+        them."""
         soft = self.a is not None
         theta, a = self.theta, self.a
         tt2 = float(theta @ theta) + (float(a @ a) if soft else 0.0)

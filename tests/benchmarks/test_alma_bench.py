@@ -13,11 +13,11 @@ check: the block-ahead forms must make exactly the plain per-trial loop's correc
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
 
+from fixtures import best_time
 from perceptron_oracle import pnorm_float
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import alma as fast_alma
@@ -58,15 +58,6 @@ def plain_alma(X: np.ndarray, y: np.ndarray, epochs: int, alpha: float, p: float
     return updates
 
 
-def _timed(fn, *args, repeat: int = 3) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 RUNS = {
     "alma p=2 primal": lambda X, y: fast_alma.primal(X, y, epochs=EPOCHS, alpha="1/2"),
     "alma p=2 dual": lambda X, y: fast_alma.dual(X, y, epochs=EPOCHS, alpha="1/2"),
@@ -90,8 +81,8 @@ def test_ratios_and_updates_beside_pumma(benchmark):
     full = not benchmark.disabled
     benchmark.pedantic(lambda: None, rounds=1)
     X, y = _data(full)
-    t_loop = _timed(plain_alma, X, y, EPOCHS, 0.5, repeat=1)
-    times = {name: _timed(run, X, y, repeat=3 if full else 1) for name, run in RUNS.items()}
+    t_loop = best_time(plain_alma, X, y, EPOCHS, 0.5, repeat=1)
+    times = {name: best_time(run, X, y, repeat=3 if full else 1) for name, run in RUNS.items()}
     lines = [f"r-of-k, r = 1, (x, -R): {X.shape[0]} x {X.shape[1]}, {EPOCHS} epochs"]
     for name, t in times.items():
         lines.append(f"  {name:>22}: {t:8.4f} s   / plain ALMA_2 loop {t / t_loop:6.3f}")

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from fixtures import gaussian_blobs
 from perceptron_oracle import run
 from perceptron_oracle.benchmarks import csr_data
 from perceptron_oracle.fast import _compiled
@@ -57,14 +58,6 @@ CASES = {  # (T, n, form, kernel): full size, small size
     "dual": ((5_000, 50, "dual", "rbf:gamma=1/50"), (400, 10, "dual", "rbf:gamma=1/10")),
 }
 ENGINES = ("numpy", "numba") if _compiled.available() else ("numpy",)
-
-
-def _blobs(T: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """K Gaussian blobs (unit-variance centres, noise 1.5): overlapping classes."""
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(K, n))
-    labels = rng.integers(0, K, T)
-    return centres[labels] + 1.5 * rng.normal(size=(T, n)), labels
 
 
 def _best(fns: dict[str, Callable[[], Any]], repeat: int,
@@ -92,7 +85,7 @@ def _same(got: Any, want: Any) -> bool:
 def test_one_vs_rest_shared_pass(benchmark, case):
     full = benchmark.enabled
     T, n, form, kernel = CASES[case][0 if full else 1]
-    X, labels = _blobs(T, n)
+    X, labels = gaussian_blobs(T, n, K)
     _, Y = relabel(labels)
 
     def shared(engine: str) -> Callable[[], Any]:
@@ -171,7 +164,7 @@ HARD_MARGIN = ("romma", "pumma")
 def _binary_data(T: int, n: int, noise: float) -> tuple[np.ndarray, np.ndarray]:
     """The blobs split in two classes, ``noise`` of the labels flipped, instances
     normalised (HO_p's weights leave float64's range on raw noisy data)."""
-    X, labels = _blobs(T, n, seed=1)
+    X, labels = gaussian_blobs(T, n, K, seed=1)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = np.where(labels < K // 2, 1, -1)
     y[np.random.default_rng(2).random(T) < noise] *= -1

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from fixtures import noisy_quarters
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable, with_label_noise
 from perceptron_oracle.registry import get, implementations, run
@@ -48,10 +49,7 @@ def _data(full: bool) -> tuple[np.ndarray, np.ndarray, int]:
             ds = with_label_noise(separable(FULL["T"], FULL["n"], 0.05, seed=31), 0.02, seed=32)
             _cache[full] = (ds.X, ds.y, FULL["epochs"])
         else:
-            rng = np.random.default_rng(3)
-            X = rng.integers(-4, 5, size=(SMALL["T"], SMALL["n"])).astype(np.float64) / 4
-            y = np.where(X @ rng.normal(size=SMALL["n"]) >= 0, 1, -1)
-            _cache[full] = (X, np.where(rng.random(SMALL["T"]) < 0.1, -y, y), SMALL["epochs"])
+            _cache[full] = (*noisy_quarters(SMALL["T"], SMALL["n"], seed=3), SMALL["epochs"])
     return _cache[full]
 
 

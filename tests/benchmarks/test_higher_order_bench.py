@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 from scipy.linalg import blas
 
+from fixtures import noisy_gaussian
 from perceptron_oracle.datasets import separable
 from perceptron_oracle.experiments.higher_order import artificial
 from perceptron_oracle.fast import higher_order as ho
@@ -153,13 +154,6 @@ def test_ratios(benchmark):
         assert primal_over_perceptron <= 5
 
 
-def _noisy(T: int, n: int, seed: int = 0, flip: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(T, n)) / np.sqrt(n)
-    y = np.where(X @ rng.normal(size=n) >= 0, 1, -1)
-    return X, np.where(rng.random(T) < flip, -y, y)
-
-
 def _blas_floor(X: np.ndarray, updates: int) -> float:
     """Seconds per update of the bare BLAS calls of one primal step on an n x n matrix in
     place: a = A x (dsymv), A -= rho (a x^T + x a^T) (dsyr2), w = A v (dsymv)."""
@@ -181,7 +175,7 @@ def test_per_mistake(benchmark):
     full = not benchmark.disabled
     benchmark.pedantic(lambda: None, rounds=1)
     T, n = (20_000, 200) if full else (600, 10)
-    X, y = _noisy(T, n)
+    X, y = noisy_gaussian(T, n)
     engines = ["numpy"] + (["numba"] if ho.numba_available() else [])
     times, traces = {}, {}
     for name in engines:

@@ -21,11 +21,11 @@ check: the block-ahead forms must make exactly the plain per-trial loop's update
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
 
+from fixtures import best_time
 from perceptron_oracle import benchmarks as bench
 from perceptron_oracle.benchmarks import dense_data
 from perceptron_oracle.experiments import pumma as experiment
@@ -47,15 +47,6 @@ def _data(r: int, full: bool):
         size = FULL if full else SMALL
         _cache[key] = experiment.r_of_k(size["n_examples"], size["n"], size["k"], r, seed=r)
     return _cache[key]
-
-
-def _timed(fn, *args, repeat: int = 3, **kwargs) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args, **kwargs)
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 RUNS = {
@@ -87,8 +78,8 @@ def test_ratios_and_the_papers_experiment(benchmark):
     benchmark.pedantic(lambda: None, rounds=1)
     data = _data(1, full)
     X, y = data.X, data.y
-    t_loop = _timed(bench.numpy_pumma_loop, X, y, 0.1, EPOCHS, repeat=1)
-    times = {name: _timed(run, X, y, repeat=3 if full else 1) for name, run in RUNS.items()}
+    t_loop = best_time(bench.numpy_pumma_loop, X, y, 0.1, EPOCHS, repeat=1)
+    times = {name: best_time(run, X, y, repeat=3 if full else 1) for name, run in RUNS.items()}
     updates = len(RUNS["pumma p=2 primal"](X, y).updates)
     lines = [f"r-of-k, r = 1: {X.shape[0]} x {X.shape[1]}, {EPOCHS} epochs, PUMMA_2 updates "
              f"{updates} ({updates / (EPOCHS * len(y)):.1%} of the trials)"]
@@ -199,12 +190,12 @@ def test_romma_ratios(benchmark, form, rate):
         floor = lambda: kern.matrix(X, X[support])  # noqa: E731
         loops = {"np loop": lambda: plain_romma_dual(X, y, kern, delta)}
     trace = benchmark.pedantic(fast, rounds=repeat if full else 1)
-    times = {"fast": _timed(fast, repeat=repeat), "floor": _timed(floor, repeat=4 * repeat)}
+    times = {"fast": best_time(fast, repeat=repeat), "floor": best_time(floor, repeat=4 * repeat)}
     if form == "primal":
-        times["numpy"] = _timed(lambda: fast("numpy"), repeat=max(1, repeat // 2))
+        times["numpy"] = best_time(lambda: fast("numpy"), repeat=max(1, repeat // 2))
     for name, loop in loops.items():
         assert loop() == trace.updates, f"{name} makes other updates"
-        times[name] = _timed(loop, repeat=1 if name == "np loop" else repeat)
+        times[name] = best_time(loop, repeat=1 if name == "np loop" else repeat)
     info = {"rows": X.shape[0], "update_rate": len(trace.updates) / X.shape[0],
             "us_per_trial": {k: v / X.shape[0] * 1e6 for k, v in times.items()}}
     info.update({f"fast/{k}": times["fast"] / v for k, v in times.items() if k != "fast"})

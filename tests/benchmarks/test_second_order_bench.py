@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from scipy.linalg import blas
 
+from fixtures import best_time, noisy_gaussian
 from perceptron_oracle.experiments.second_order import count_test_mistakes, simulation
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
@@ -58,15 +59,6 @@ def naive(X: np.ndarray, y: np.ndarray, a: float, epochs: int = 2) -> list[int]:
     return mistakes
 
 
-def _timed(fn, *args, repeat: int = 1, **kw) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args, **kw)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 @pytest.mark.parametrize("form", get("second_order").forms)
 @pytest.mark.parametrize("dataset", [1, 2])
 def test_fast_form(benchmark, form, dataset):
@@ -89,10 +81,10 @@ def test_table_and_ratios(benchmark):
         for a in (1, 10, 50):
             row[f"sop a={a}"] = count_test_mistakes(sop.primal(X, y, epochs=2, a=a).final["w"],
                                               Xt, yt)
-        t_perc = _timed(perceptron, X, y, epochs=2, repeat=3)
-        t_primal = _timed(sop.primal, X, y, epochs=2, a=1, repeat=3)
-        t_dual = _timed(sop.dual, X, y, epochs=2, a=1)
-        t_naive = _timed(naive, X, y, 1.0)
+        t_perc = best_time(perceptron, X, y, epochs=2, repeat=3)
+        t_primal = best_time(sop.primal, X, y, epochs=2, a=1, repeat=3)
+        t_dual = best_time(sop.dual, X, y, epochs=2, a=1)
+        t_naive = best_time(naive, X, y, 1.0)
         lines.append(f"data {dataset}: test mistakes " + ", ".join(f"{k} {v}"
                                                                    for k, v in row.items()))
         lines.append(f"        times: perceptron {t_perc:.3f}s, sop primal {t_primal:.3f}s, "
@@ -104,14 +96,6 @@ def test_table_and_ratios(benchmark):
         assert min(row["sop a=1"], row["sop a=10"]) < row["perceptron"]
     print(f"\nSecond-Order Perceptron, {X.shape[0]} x {X.shape[1]}, 2 epochs\n"
           + "\n".join(lines))
-
-
-def noisy(T: int, n: int, seed: int = 0, flip: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian rows scaled by 1/sqrt(n), labels of a random hyperplane, a share flipped."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(T, n)) / np.sqrt(n)
-    y = np.where(X @ rng.normal(size=n) >= 0, 1, -1)
-    return X, np.where(rng.random(T) < flip, -y, y)
 
 
 def blas_floor(X: np.ndarray, updates: int) -> float:
@@ -142,7 +126,7 @@ def test_per_mistake(benchmark):
     sizes = [(10_000, 100), (10_000, 500)] if full else [(600, 10)]
     lines = []
     for T, n in sizes:
-        X, y = noisy(T, n)
+        X, y = noisy_gaussian(T, n)
         traces, times = {}, {}
         for name in _engines():
             sop.primal(X[:50], y[:50], engine=name)               # compile outside the timing
@@ -169,7 +153,7 @@ def test_per_mistake(benchmark):
                             for e in times)
                 + f"  dual {t_dual / T * 1e6:.0f} us/trial")
         if n == 100 or not full:
-            t_naive = _timed(naive, X, y, 1.0, epochs=1)
+            t_naive = best_time(naive, X, y, 1.0, epochs=1)
             line += f"  naive solve per trial {t_naive / T * 1e6:.0f} us/trial"
         lines.append(line)
     print("\nSecond-Order Perceptron per mistake (one run)\n" + "\n".join(lines))
