@@ -121,10 +121,8 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
           record_scores: bool = False, shadows: ShadowRuns | None = None) -> Trace:
     """Run PUMMA_p(delta) over ``epochs`` passes of (X, y); returns the reference trace.
 
-    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
-    "Shadow runs"; ``common.ShadowRuns``), given by the registry
-    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
-    a-priori fragile list."""
+    ``shadows``: the fast forms the fragile rule re-runs (``common.ShadowRuns``, given by
+    the registry); None keeps the a-priori fragile list."""
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)

@@ -89,10 +89,8 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     s / (1 + q) and its sign that of s (the sign identity); ``FragileRule`` is the float64
     error model, ``_final_state`` the trace's ``final``.
 
-    ``shadows``: the fast forms the a-posteriori fragile rule re-runs (SPEC.md section 3,
-    "Shadow runs"; ``common.ShadowRuns``), given by the registry
-    (``registry.get(...).implementation("reference")``, ``registry.run``); None keeps the
-    a-priori fragile list.
+    ``shadows``: the fast forms the fragile rule re-runs (``common.ShadowRuns``, given by
+    the registry); None keeps the a-priori fragile list.
     """
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
