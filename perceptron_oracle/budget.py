@@ -43,14 +43,15 @@ The formulas (``cost(bits)`` is ``rational(bits)``, or ``mp(P)`` for the Gaussia
   ``mp(64 + 4 N)`` and ``rational(min(b 2^M, 4096))``; for ``numbers=fraction``
   ``rational(b 2^(M/2))`` (the bits double per case-(ii) update, taken as half of them).
 
-Seconds are ``FIXED_SECONDS + SECONDS_PER_UNIT[family] x work``.  The constants were
+Seconds are ``FIXED_SECONDS + seconds_per_unit x work``, each family's :class:`CostModel`
+(``PERCEPTRON``, ..., ``PUMMA`` below) holding its formula and constant.  The constants were
 calibrated on the machine this was written on (2 cores, CPython 3.11, mpmath on Python
 integers) by ``tests/budget_calibration.py``: it times small runs (T = 25 .. 400, n = 5 and
 30, linear, cubic and Gaussian kernels, p = 2 and 3, the first rows of wdbc) with the model
 fed each run's *actual* update count.  The largest measured/work ratios (seconds per unit) on
 an otherwise idle machine were perceptron 1.9e-5, pnorm_perceptron 2.1e-5, alma 1.7e-5,
 higher_order 1.8e-6, second_order 2.2e-6 (7.4e-6 beside a concurrent run), romma 5.1e-6,
-pumma 1.0e-5, rounded up to the constants below; the smallest were 2 to 50 times lower
+pumma 1.0e-5, rounded up to the models' constants below; the smallest were 2 to 50 times lower
 (the models are upper bounds).  With the bound ``M = N`` the estimate is higher again, by
 (N / M) to (N / M)^3.6.  On a machine loaded by other work runs took up to 3 times longer.
 ``tests/test_budget.py`` checks estimates against measured runs, and that the runs that
@@ -64,6 +65,7 @@ upper bound for most data (its factor N / M is large on data that is nearly sepa
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,17 +84,6 @@ from .numbers import current_precision
 #: ROMMA is refused from about 3,050 examples (measured: 29 s at 1,600, growing as T^2.3:
 #: about 2.5 minutes at 3,200), SOP with the Gaussian kernel from about 700 (6 s at 400).
 DEFAULT_MAX_SECONDS = 1800.0
-
-#: Seconds per work unit, per family (module docstring; tests/budget_calibration.py).
-SECONDS_PER_UNIT = {
-    "perceptron": 2e-5,
-    "pnorm_perceptron": 2.5e-5,
-    "alma": 2e-5,
-    "higher_order": 2e-6,
-    "second_order": 8e-6,
-    "romma": 6e-6,
-    "pumma": 1.2e-5,
-}
 
 #: Seconds every run costs whatever its size (the fragile rule's shadow runs, set-up).
 FIXED_SECONDS = 0.05
@@ -144,96 +135,153 @@ def data_bits(X: Any) -> int:
 
 
 def kernel_bits(kern: Kernel, bx: int, n: int) -> float:
-    """The bits of an exact kernel value: a dot product of two rows (2 bx + log2 n), raised
-    to the polynomial kernel's degree (gamma and coef0 a few bits more each)."""
-    base = 2.0 * bx + math.log2(max(n, 1)) + 8.0
-    if kern.name == "poly":
-        extra = sum(_fraction_bits(v) for v in (kern.gamma, kern.coef0))
-        return float(min(kern.degree, 10**100)) * (base + extra)
-    return base
-
-
-def _fraction_bits(value: Any) -> int:
-    return int(value.numerator).bit_length() + int(value.denominator).bit_length()
+    """The bits of an exact kernel value: a dot product of two rows (2 bx + log2 n), as
+    the kernel grows it (``Kernel.value_bits``: the polynomial kernel raises it to its
+    degree, gamma and coef0 a few bits more each)."""
+    return kern.value_bits(2.0 * bx + math.log2(max(n, 1)) + 8.0)
 
 
 def kernel_evaluation(kern: Kernel, n: int, b: float, P: int) -> float:
     """The cost of one exact kernel evaluation: n products of the row's numbers (CPython
     integers, an eighth of a Fraction operation each) for the rational kernels; n Fraction
-    operations and an exponential (about 20 mpmath operations) for the Gaussian one."""
-    if kern.name == "rbf":
+    operations and an exponential (about 20 mpmath operations) for the others (the
+    Gaussian)."""
+    if not kern.is_rational:
         return n + 20 * mp(P)
     return n / 8 * rational(b)
 
 
-def work(algorithm: str, *, T: int, n: int, epochs: int, kern: Kernel, bx: int,
+@dataclass(frozen=True)
+class RunSize:
+    """What a cost model reads of a run (module docstring): ``N`` trials, ``M`` updates (the
+    bound ``N`` before the run), ``S = min(M, T)``, ``T`` examples of ``n`` features, ``b``
+    the bits of a kernel value, ``P`` the mpmath precision, ``kev`` one kernel evaluation."""
+
+    N: int
+    M: int
+    S: int
+    T: int
+    n: int
+    b: float
+    P: int
+    kern: Kernel
+    kev: float
+    params: dict[str, Any]
+
+    @property
+    def p(self) -> Any:
+        return self.params.get("p", 2)
+
+    def cost(self, bits: float) -> float:
+        """One operation on the run's numbers: ``rational(bits)``, or ``mp(P)`` when the
+        kernel is not rational."""
+        return rational(bits) if self.kern.is_rational else mp(self.P)
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """A family's cost model: ``work(size) -> (work units, a short description)`` and the
+    seconds one unit takes (calibrated: module docstring)."""
+
+    seconds_per_unit: float
+    work: Callable[[RunSize], tuple[float, str]]
+
+
+def perceptron_work(r: RunSize) -> tuple[float, str]:
+    """Dual scoring over the support, the Gram entries cached."""
+    return (r.N * r.S * r.cost(r.b) + r.T * r.S * r.kev,
+            f"{r.N} trials x a support of up to {r.S}, kernel values of ~{r.b:.3g} bits")
+
+
+def _kernel_dual_work(r: RunSize) -> tuple[float, str]:
+    return r.N * r.S * mp(r.P) + r.T * r.S * r.kev, f"{r.N} trials x a support of up to {r.S}"
+
+
+def pnorm_perceptron_work(r: RunSize) -> tuple[float, str]:
+    """Primal: a Fraction operation a feature, mpmath for a non-integer p."""
+    if not r.kern.is_linear:
+        return _kernel_dual_work(r)
+    each = mp(r.P) if _needs_mpmath(r.p) else rational(2 * r.b)
+    return r.N * r.n * each, f"{r.N} trials x {r.n} features"
+
+
+def alma_work(r: RunSize) -> tuple[float, str]:
+    """The projection and norms in mpmath: 10 operations a feature, 120 with p != 2."""
+    if not r.kern.is_linear:
+        return _kernel_dual_work(r)
+    weight = 10 if r.p == 2 else 120
+    return r.N * r.n * mp(r.P) * weight, f"{r.N} trials x {r.n} features"
+
+
+def _matrix_work(r: RunSize, growth: float, kernel_weight: float) -> tuple[float, str]:
+    if r.kern.is_linear:
+        return (r.N * r.n * r.n * growth,
+                f"{r.N} trials x an {r.n} x {r.n} matrix over up to {r.M} updates")
+    units = r.N * r.M * r.M * r.cost(r.M * r.b) + r.T * r.M * r.kev
+    return units * kernel_weight, f"{r.N} trials x a {r.M} x {r.M} matrix over the mistakes"
+
+
+def higher_order_work(r: RunSize) -> tuple[float, str]:
+    """A_k: integers over a denominator that gains b bits a mistake (p = 2); B_k in mpmath,
+    powers per entry (p != 2)."""
+    return _matrix_work(r, 1 + r.M * r.b / 4096 if r.p == 2 else 10 * mp(r.P), 1.0)
+
+
+def second_order_work(r: RunSize) -> tuple[float, str]:
+    """A^-1: entries over det(A), at most n rows' bits."""
+    return _matrix_work(r, rational(min(r.M, r.n) * r.b), SOP_KERNEL_WEIGHT)
+
+
+def _maximum_margin_numbers(r: RunSize) -> tuple[float, str]:
+    """ROMMA's and PUMMA's cost of one operation on their numbers, and its description."""
+    numbers = str(r.params.get("numbers", "auto"))
+    if numbers.startswith("mpmath:"):
+        return mp(int(numbers.partition(":")[2])), numbers
+    if numbers == "fraction" and r.kern.is_rational:
+        bits = r.b * 2.0 ** min(r.M / 2, 300)
+        return rational(bits), f"Fractions of ~{bits:.3g} bits"
+    mp_bits = max(r.P, 64 * math.ceil((64 + 4 * r.N) / 64))
+    fraction = (rational(min(r.b * 2.0 ** min(r.M, 60), _FRACTION_BITS))
+                if r.kern.is_rational else 1.0)
+    return max(mp(mp_bits), fraction), f"mpmath at {mp_bits} bits"
+
+
+def romma_work(r: RunSize) -> tuple[float, str]:
+    """The dual over the support; a kernel row of T numbers per example seen."""
+    each, numbers = _maximum_margin_numbers(r)
+    seen = min(r.N, r.T)
+    units = r.N * r.S * each + seen * r.T * (each + r.kev)
+    return units, f"{r.N} trials x a support of up to {r.S}, {numbers}"
+
+
+def pumma_work(r: RunSize) -> tuple[float, str]:
+    """ROMMA's, plus the p-norm link's powers for p != 2 (10 operations a feature)."""
+    units, detail = romma_work(r)
+    if r.p != 2:
+        units += r.N * r.n * _maximum_margin_numbers(r)[0] * 10
+    return units, detail
+
+
+PERCEPTRON = CostModel(2e-5, perceptron_work)
+PNORM_PERCEPTRON = CostModel(2.5e-5, pnorm_perceptron_work)
+ALMA = CostModel(2e-5, alma_work)
+HIGHER_ORDER = CostModel(2e-6, higher_order_work)
+SECOND_ORDER = CostModel(8e-6, second_order_work)
+ROMMA = CostModel(6e-6, romma_work)
+PUMMA = CostModel(1.2e-5, pumma_work)
+
+
+def work(cost: CostModel, *, T: int, n: int, epochs: int, kern: Kernel, bx: int,
          params: dict[str, Any], updates: int | None = None,
          precision: int | None = None) -> tuple[float, str]:
-    """The work units of a run (module docstring) and a short description of them;
+    """The work units of a run under ``cost`` (module docstring) and a short description;
     ``updates`` None takes the bound (every trial an update)."""
     N = epochs * T
     M = N if updates is None else min(updates, N)
     P = precision or current_precision()
     b = kernel_bits(kern, bx, n)
-    p = params.get("p", 2)
-    rbf = kern.name == "rbf"
-    linear = kern.name == "linear"
-    S = min(M, T)
-    kev = kernel_evaluation(kern, n, b, P)
-
-    def cost(bits: float) -> float:
-        return mp(P) if rbf else rational(bits)
-
-    if algorithm == "perceptron":
-        units = N * S * cost(b) + T * S * kev
-        detail = f"{N} trials x a support of up to {S}, kernel values of ~{b:.3g} bits"
-    elif algorithm in ("pnorm_perceptron", "alma"):
-        if linear:
-            each = (mp(P) if algorithm == "alma" or _needs_mpmath(p)
-                    else rational(2 * b))
-            # ALMA's projection and norms: 10 operations a feature, 120 with p != 2 (powers)
-            weight = 1 if algorithm == "pnorm_perceptron" else 10 if p == 2 else 120
-            units = N * n * each * weight
-            detail = f"{N} trials x {n} features"
-        else:
-            units = N * S * mp(P) + T * S * kev
-            detail = f"{N} trials x a support of up to {S}"
-    elif algorithm in ("higher_order", "second_order"):
-        if linear:
-            if algorithm == "second_order":  # A^-1: entries over det(A), <= n rows' bits
-                growth = rational(min(M, n) * b)
-            elif p == 2:  # HO's A_k: integers over a denominator that gains b bits a mistake
-                growth = 1 + M * b / 4096
-            else:  # HO's B_k in mpmath, powers per entry
-                growth = 10 * mp(P)
-            units = N * n * n * growth
-            detail = f"{N} trials x an {n} x {n} matrix over up to {M} updates"
-        else:
-            units = N * M * M * (mp(P) if rbf else rational(M * b)) + T * M * kev
-            if algorithm == "second_order":
-                units *= SOP_KERNEL_WEIGHT
-            detail = f"{N} trials x a {M} x {M} matrix over the mistakes"
-    elif algorithm in ("romma", "pumma"):
-        numbers = str(params.get("numbers", "auto"))
-        if numbers.startswith("mpmath:"):
-            each = mp(int(numbers.partition(":")[2]))
-            bits_text = numbers
-        elif numbers == "fraction" and not rbf:
-            bits = b * 2.0 ** min(M / 2, 300)
-            each = rational(bits)
-            bits_text = f"Fractions of ~{bits:.3g} bits"
-        else:
-            mp_bits = max(P, 64 * math.ceil((64 + 4 * N) / 64))
-            each = max(mp(mp_bits), 1.0 if rbf else rational(min(b * 2.0 ** min(M, 60),
-                                                                 _FRACTION_BITS)))
-            bits_text = f"mpmath at {mp_bits} bits"
-        seen = min(N, T)
-        units = N * S * each + seen * T * (each + kev)
-        if algorithm == "pumma" and p != 2:
-            units += N * n * each * 10
-        detail = f"{N} trials x a support of up to {S}, {bits_text}"
-    else:
-        raise OracleInputError(f"no cost model for algorithm {algorithm!r}")
+    units, detail = cost.work(RunSize(N=N, M=M, S=min(M, T), T=T, n=n, b=b, P=P, kern=kern,
+                                      kev=kernel_evaluation(kern, n, b, P), params=params))
     return float(units), detail
 
 
@@ -245,9 +293,9 @@ def _needs_mpmath(p: Any) -> bool:
         return True
 
 
-def estimate(algorithm: str, X: Any, *, epochs: int = 1, kernel: Any = "linear",
+def estimate(cost: CostModel, X: Any, *, epochs: int = 1, kernel: Any = "linear",
              updates: int | None = None, **params: Any) -> Estimate:
-    """The estimated seconds of the exact reference's run of ``algorithm`` on X (a 2-D
+    """The estimated seconds of an exact reference's run under ``cost`` on X (a 2-D
     array, CSR matrix or nested lists) with its resolved ``params`` (module docstring);
     ``updates`` None takes the upper bound, every trial an update."""
     if not (hasattr(X, "shape") and len(X.shape) == 2):
@@ -256,22 +304,22 @@ def estimate(algorithm: str, X: Any, *, epochs: int = 1, kernel: Any = "linear",
             raise ValueError(f"X must be 2-dimensional, got {X.ndim} dimension(s)")
     T, n = int(X.shape[0]), int(X.shape[1])
     kern = parse_kernel(kernel)
-    units, detail = work(algorithm, T=T, n=n, epochs=int(epochs), kern=kern,
-                         bx=data_bits(X), params=params, updates=updates)
-    return Estimate(FIXED_SECONDS + SECONDS_PER_UNIT[algorithm] * units, int(epochs) * T,
+    units, detail = work(cost, T=T, n=n, epochs=int(epochs), kern=kern, bx=data_bits(X),
+                         params=params, updates=updates)
+    return Estimate(FIXED_SECONDS + cost.seconds_per_unit * units, int(epochs) * T,
                     detail)
 
 
-def check(algorithm: str, X: Any, *, epochs: int = 1, kernel: Any = "linear",
+def check(algorithm: str, cost: CostModel, X: Any, *, epochs: int = 1, kernel: Any = "linear",
           max_seconds: float, runs: int = 1, **params: Any) -> Estimate | None:
-    """Raise :class:`BudgetError` (one line) if ``runs`` runs' estimate exceeds
-    ``max_seconds``; return the estimate otherwise.  X, epochs or a kernel that the
-    reference would refuse (not 2-D or not numeric, epochs not a positive integer) give
-    None: the reference names the problem."""
+    """Raise :class:`BudgetError` (one line) if ``runs`` runs' estimate under ``cost`` (the
+    family ``algorithm``'s model) exceeds ``max_seconds``; return the estimate otherwise.
+    X, epochs or a kernel that the reference would refuse (not 2-D or not numeric, epochs
+    not a positive integer) give None: the reference names the problem."""
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         return None
     try:
-        found = estimate(algorithm, X, epochs=epochs, kernel=kernel, **params)
+        found = estimate(cost, X, epochs=epochs, kernel=kernel, **params)
     except (TypeError, ValueError, OverflowError):
         return None
     seconds = found.seconds * runs

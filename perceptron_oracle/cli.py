@@ -13,16 +13,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from . import atomic, budget
+from . import atomic, budget, kernels
 from .errors import OracleInputError
 from .interrupts import one_line
 from .numbers import to_fraction
 from .params import parse_assignment
 from .usage import OneLineParser
-
-# The Higher-Order Perceptron paper defines its algorithms on normalised instances: the CLI
-# normalises (to the run's p-norm) unless told --normalize none; the library call never does.
-NORMALIZED_BY_DEFAULT = ("higher_order", "pnorm_perceptron")
 
 #: The options of ``verify --fuzz`` alone.
 _FUZZ_OPTIONS = ("fuzz_examples", "fuzz_seed", "fuzz_out")
@@ -83,10 +79,9 @@ def _build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--golden", default=None, metavar="DIR")
     verify.add_argument("--algorithm", action="append", default=None,
                         help="only the cases of this algorithm (repeatable)")
-    verify.add_argument("--kernel", action="append", default=None,
-                        choices=("linear", "poly", "rbf"),
-                        help="only the cases with this kernel family: linear, poly, rbf "
-                             "(repeatable)")
+    verify.add_argument("--kernel", action="append", default=None, metavar="NAME",
+                        help="only the cases with this kernel (its name: linear, poly, rbf "
+                             "or another registered kernel; repeatable)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")
     for name, text in (("peers", "scikit-learn's and river's Perceptrons through the oracle "
                                  "(needs the peers extra)"),
@@ -146,7 +141,7 @@ def _load(spec: str, classes: bool = False) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from . import preprocessing
-    from .registry import run
+    from .registry import get, run
 
     if args.data == "builtin:list":
         from .datasets import builtin_list
@@ -159,7 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     X = dataset.X
     params: dict[str, Any] = dict(parse_assignment(text) for text in args.param)
     norm = args.normalize
-    if norm is None and args.algorithm in NORMALIZED_BY_DEFAULT:
+    # A family declared normalized_by_default (HO and the p-norm Perceptron: their paper
+    # defines them on normalised instances) is normalised to the run's p-norm unless told
+    # --normalize none; the library call never normalises.
+    if norm is None and get(args.algorithm).normalized_by_default:
         norm = str(params.get("p", 2))
     steps = []
     if norm is not None and norm != "none":
@@ -212,9 +210,11 @@ def _run_one_vs_rest(args: argparse.Namespace, dataset: Any, X: Any, params: dic
     else:
         classes, Y = relabel(dataset.y)
         if Y.shape[1]:  # K runs of the same size: refused before the first if K of them are
-            budget.check(args.algorithm, X, epochs=args.epochs, kernel=args.kernel,
-                         max_seconds=args.max_seconds, runs=Y.shape[1],
-                         **get(args.algorithm).params.resolve(params))
+            family = get(args.algorithm)
+            if family.cost is not None:
+                budget.check(args.algorithm, family.cost, X, epochs=args.epochs,
+                             kernel=args.kernel, max_seconds=args.max_seconds,
+                             runs=Y.shape[1], **family.params.resolve(params))
         traces = [run(args.algorithm, X, Y[:, k], epochs=args.epochs, kernel=args.kernel,
                       **params) for k in range(Y.shape[1])]
     seconds = time.perf_counter() - start
@@ -336,6 +336,10 @@ def _verify(args: argparse.Namespace) -> int:
             get(name)  # an unknown name is an input error, not "nothing to check"
         cases = [c for c in cases if c.algorithm in args.algorithm]
     if args.kernel:
+        unknown = sorted(set(args.kernel) - set(kernels.KERNELS))
+        if unknown:
+            raise OracleInputError(f"--kernel {', '.join(unknown)}: no such kernel (known: "
+                                   f"{', '.join(kernels.KERNELS)})")
         cases = [c for c in cases if c.kernel.partition(":")[0] in args.kernel]
     box = None
     if args.impl:

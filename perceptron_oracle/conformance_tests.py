@@ -3,7 +3,7 @@
 ``test_golden_case``: one item per golden case (``verify.verify``: the mistakes and updates
 always, the final state on the keys the implementation reports; NotImplementedError is a
 skip with its reason).  ``test_check``: one item per check of
-``properties.checks.yield_checks`` for every algorithm selected, run on hypothesis draws with
+every family's ``invariant_checks`` for every algorithm selected, run on hypothesis draws with
 the check's own max_examples; a check that applies to no draw (NotImplementedError, or a
 final-state key the trace lacks) is a skip with the reason.
 

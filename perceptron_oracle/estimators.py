@@ -84,7 +84,6 @@ __all__ = ["Perceptron", "HigherOrderPerceptron", "PNormPerceptron", "SecondOrde
 
 #: With the linear kernel, the matrix algorithms switch to the dual form beyond this width.
 DUAL_ABOVE_FEATURES = 500
-_MATRIX_ALGORITHMS = ("higher_order", "second_order")
 _COMMON = ("kernel", "epochs", "form", "keep_trace")
 
 
@@ -118,8 +117,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
         if not forms:
             raise ParamError(f"{self._algorithm}: no fast form takes kernel "
                              f"{parse_kernel(self.kernel).spec} with these parameters")
-        if (self._algorithm in _MATRIX_ALGORITHMS and n_features > DUAL_ABOVE_FEATURES
-                and "dual" in forms):
+        if algo.matrix_state and n_features > DUAL_ABOVE_FEATURES and "dual" in forms:
             return "dual"
         return forms[0]
 
@@ -224,8 +222,8 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
         if kern.is_linear:
             W, b = self._primal()
             out = np.asarray(X @ W.T, dtype=np.float64) + b
-            if self._algorithm == "alma":
-                norms = row_norms(X, float(get("alma").params.resolve(
+            if get(self._algorithm).scores_normalized:   # ALMA: x / ||x||_p
+                norms = row_norms(X, float(get(self._algorithm).params.resolve(
                     self._family_params())["p"]))
                 divided: np.ndarray = np.divide(out, norms[:, None], out=np.zeros_like(out),
                                                 where=norms[:, None] > 0)
@@ -237,7 +235,7 @@ class _OnlineClassifier(ClassifierMixin, BaseEstimator):  # type: ignore[misc]  
             rows = self._X_run[idx]
             for lo in range(0, X.shape[0], 1024):
                 G = kern.matrix(X[lo:lo + 1024], rows)
-                if self._algorithm == "alma":
+                if get(self._algorithm).scores_normalized:
                     G = G / np.sqrt(np.maximum(kern.diagonal(X[lo:lo + 1024]), 0.0))[:, None]
                     G = np.nan_to_num(G / np.sqrt(np.maximum(kern.diagonal(rows), 0.0)),
                                       nan=0.0, posinf=0.0, neginf=0.0)
@@ -441,10 +439,21 @@ class Perceptron(_OnlineClassifier):
         return self._model.traces()
 
 
-def _family(algorithm: str, class_name: str, doc: str) -> type:
-    """A family's estimator class: its ``__init__`` takes the registry's parameters (their
-    defaults as plain numbers) and the common ones, and stores each as given."""
-    schema = get(algorithm).params.params
+def for_family(algorithm: str) -> type:
+    """The estimator class of a registered family, from its declaration
+    (``Family.estimator``: the class name and docstring): its ``__init__`` takes the
+    family's parameters (their defaults as plain numbers) and the common ones, and stores
+    each as given.  The Perceptron's is :class:`Perceptron` (written out: its multiclass
+    model, voted and averaged hypotheses); built once per family."""
+    if algorithm == "perceptron":
+        return Perceptron
+    if algorithm in _BUILT:
+        return _BUILT[algorithm]
+    family = get(algorithm)
+    if family.estimator is None:
+        raise ParamError(f"{algorithm} declares no estimator")
+    class_name, doc = family.estimator.class_name, family.estimator.doc
+    schema = family.params.params
     names = list(schema) + list(_COMMON)
     defaults = {name: _plain(p.default) for name, p in schema.items()}
     defaults.update(kernel="linear", epochs=5, form="auto", keep_trace=False)
@@ -462,31 +471,18 @@ def _family(algorithm: str, class_name: str, doc: str) -> type:
         "_algorithm": algorithm, "__init__": __init__, "__module__": __name__,
         "__doc__": f"{doc}\n\n    Parameters (registry schema): {params}.\n"})
     __init__.__qualname__ = f"{class_name}.__init__"
+    _BUILT[algorithm] = cls
     return cls
 
 
-HigherOrderPerceptron = _family(
-    "higher_order", "HigherOrderPerceptron",
-    "HO_p(c), Brotto, Gentile & Vitale 2007 (SPEC.md section 12), on X as given (the paper "
-    "normalises instances: use ``preprocessing.normalize`` first).")
-PNormPerceptron = _family(
-    "pnorm_perceptron", "PNormPerceptron",
-    "The p-norm Perceptron, HO_p(0) (SPEC.md section 12), on X as given.")
-SecondOrderPerceptron = _family(
-    "second_order", "SecondOrderPerceptron",
-    "The Second-Order Perceptron, Cesa-Bianchi, Conconi & Gentile 2005 (SPEC.md section "
-    "13).  decision_function is x . w with w = A_K^{-1} v_K: the sign of the score SOP "
-    "would compute next (its score s/(1 + q) has the same sign).")
-ROMMA = _family("romma", "ROMMA", "ROMMA(delta), Li & Long 2002 (SPEC.md section 14.2.2).")
-PUMMA = _family("pumma", "PUMMA",
-                "PUMMA_p(delta), Ishibashi, Hatano & Takeda 2008 (SPEC.md section 14.2.3).")
-ESTIMATORS: dict[str, type] = {
-    "perceptron": Perceptron, "higher_order": HigherOrderPerceptron,
-    "pnorm_perceptron": PNormPerceptron, "second_order": SecondOrderPerceptron,
-    "romma": ROMMA, "pumma": PUMMA,
-}
-if "alma" in ALGORITHMS:
-    ALMA = _family("alma", "ALMA",
-                   "ALMA_p(alpha; B, C), Gentile 2001 (SPEC.md section 15): scores on the "
-                   "normalised instance x/||x||_p, as the algorithm.")
-    ESTIMATORS["alma"] = ALMA
+_BUILT: dict[str, type] = {}
+
+# The papers' families under their public names (a family registered later: for_family).
+HigherOrderPerceptron = for_family("higher_order")
+PNormPerceptron = for_family("pnorm_perceptron")
+SecondOrderPerceptron = for_family("second_order")
+ROMMA = for_family("romma")
+PUMMA = for_family("pumma")
+ALMA = for_family("alma")
+#: Every registered family's estimator class at import.
+ESTIMATORS: dict[str, type] = {name: for_family(name) for name in ALGORITHMS}

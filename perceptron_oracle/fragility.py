@@ -28,13 +28,13 @@ from .interrupts import one_line
 from .registry import ALGORITHMS, get, run
 from .usage import OneLineParser
 
-#: Parameters the table runs beside an algorithm's defaults.
-EXTRA_PARAMS: dict[str, list[dict[str, Any]]] = {"pumma": [{"C": 1}]}
-#: The algorithms and the parameters the table runs them with (every registered algorithm
-#: with its defaults, then EXTRA_PARAMS; linear kernel).
-RUNS: list[tuple[str, dict[str, Any]]] = [
-    (name, params) for name in ALGORITHMS
-    for params in [{}, *EXTRA_PARAMS.get(name, [])]]
+
+def runs() -> list[tuple[str, dict[str, Any]]]:
+    """The algorithms and the parameters the table runs them with: every registered family
+    with its defaults, then its declared ``fragility_params`` (linear kernel)."""
+    return [(family.name, params) for family in ALGORITHMS.values()
+            for params in [{}, *family.fragility_params]]
+
 
 DATA: list[tuple[str, Callable[[], Dataset]]] = [
     ("Wdbc raw", lambda: datasets.wdbc()),
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in args.algorithm or []:
         get(name)  # an unknown name is an input error, not an empty table
-    runs = [r for r in RUNS if not args.algorithm or r[0] in args.algorithm]
+    todo = [r for r in runs() if not args.algorithm or r[0] in args.algorithm]
     print("| data | algorithm | trials | mistakes | fragile | fast forms | s |")
     print("|---|---|---|---|---|---|---|")
     all_agree = True
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         data = make()
         if args.rows:
             data = Dataset(data.X[:args.rows], data.y[:args.rows], data.source)
-        for algorithm, params in runs:
+        for algorithm, params in todo:
             out = measure(algorithm, params, data)
             verdicts = ", ".join(f"{f}: {v}" for f, v in out["verdicts"].items())
             all_agree &= all(v.startswith(("agrees", "stops")) for v in out["verdicts"].values())

@@ -18,13 +18,14 @@ The draws are tuned to the bugs the golden files show are common: small-integer 
 half-integer coordinates (exact ties, score exactly 0, and exact margin bands; dyadic numbers,
 so float64 arithmetic is exact and nothing is excused as fragile, SPEC.md section 3), zero
 instances, duplicates with the same or the opposite label, parallel and near-parallel
-instances, several epochs.  Parameters come from ``properties.strategies.PARAMS`` (an
-algorithm it does not list runs on its defaults), kernels from ``strategies.KERNELS`` for
-the algorithms whose registry entry has a kernel form taking the drawn parameters; the
-Second-Order Perceptron's regulariser is then, in most draws where some decision depends on
-it, moved just below or above the value where the first such decision changes.  The
-exact reference's cost is kept bounded: at most 8 examples of at most 3 features and 3 epochs
-(4 examples and 2 epochs with a non-linear kernel).
+instances, several epochs.  Parameters come from the family's declared strategy
+(``Family.params_strategy``), kernels from every registered kernel's examples
+(``strategies.kernel_specs``) for the families with a kernel form taking the drawn
+parameters; then a family's ``params_from_data`` (the Second-Order Perceptron's
+regulariser, in most draws where some decision depends on it, moved just below or above
+the value where the first such decision changes).  The exact reference's cost is kept
+bounded: at most 8 examples of at most 3 features and 3 epochs (4 examples and 2 epochs
+with a non-linear kernel).
 
 Partial conformance: ``NotImplementedError`` from the implementation means "not this draw"
 (rejected); an algorithm whose every draw is refused is reported not applicable, with the
@@ -79,10 +80,8 @@ from .errors import OracleInputError, TraceFormatError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .kernels import parse_kernel
 from .numbers import brief, format_exact, to_fraction
-from .properties.strategies import KERNELS, PARAMS
+from .properties.strategies import kernel_specs, nonlinear_kernels
 from .reference.maximum_margin import NotConverged
-from .reference.second_order import A_GROWTHS
-from .reference.second_order_engines import a_k
 from .registry import ALGORITHMS, get
 from .sandbox import ImplementationFailed, describe_exception, trace_document
 from .trace import Trace, decode_value, encode_value
@@ -177,101 +176,27 @@ def datasets(draw: Any, max_examples: int = MAX_EXAMPLES,
 
 @st.composite
 def draws(draw: Any, algorithm: str) -> Draw:
-    """Parameters (``strategies.PARAMS``), a kernel (linear in most draws; a polynomial or
-    Gaussian one where a fast form of the algorithm takes it with these parameters), data and
-    epochs; then, for an algorithm in ``_FROM_DATA``, parameters set from the data."""
+    """Parameters (the family's ``params_strategy``), a kernel (linear in most draws; a
+    polynomial or Gaussian one where a fast form of the algorithm takes it with these
+    parameters), data and epochs; then, for a family with ``params_from_data``, parameters
+    set from the data."""
     algo = get(algorithm)
-    params = draw(PARAMS[algorithm]() if algorithm in PARAMS else st.just({}), label="params")
+    params = draw(algo.draw_params(), label="params")
     kernel = "linear"
     if algo.kernel_forms:
-        choice = draw(st.integers(0, 5), label="kernel")   # 0..3 linear: shrinks to linear
-        if choice >= 4:
-            candidate = draw(KERNELS["poly" if choice == 4 else "rbf"], label="kernel spec")
+        others = nonlinear_kernels()   # poly, rbf, then any registered later
+        choice = draw(st.integers(0, 3 + len(others)), label="kernel")  # 0..3: linear
+        if choice >= 4:                                                  # (it shrinks there)
+            candidate = draw(kernel_specs(others[choice - 4]), label="kernel spec")
             if algo.forms_for(candidate, params):
                 kernel = parse_kernel(candidate).spec
     linear = kernel == "linear"
     X, y = draw(datasets(MAX_EXAMPLES if linear else MAX_KERNEL_EXAMPLES), label="data")
     epochs = draw(st.integers(1, MAX_EPOCHS if linear else MAX_KERNEL_EPOCHS), label="epochs")
     d = Draw(X, y, params, kernel, epochs)
-    if algorithm in _FROM_DATA:   # drawn last: the other choices keep their places
-        d.params = draw(_FROM_DATA[algorithm](d), label="params from the data")
+    if algo.params_from_data is not None:   # drawn last: the other choices keep their places
+        d.params = draw(algo.params_from_data(d), label="params from the data")
     return d
-
-
-# The Second-Order Perceptron's regulariser decides a trial only where the score
-# x^T (a_k I + S S^T)^{-1} v changes sign with a_k: after fewer than two mistakes (and with
-# one feature, linear kernel) it never does, and on the drawn data about one draw in ten has
-# such a trial at all, so an a drawn from a fixed list seldom lands near where a decision
-# changes.  In most of those draws a is moved so that a_k at the first such trial lies a
-# factor 7/8 or 9/8 from that value (a dyadic number of 5 significant bits, exact in float64:
-# not a tie, nothing excused as fragile), with a_growth drawn: constant or linear.
-_SIDES = (Fraction(7, 8), Fraction(9, 8))
-_A_GRID = 2.0 ** np.arange(-6, 7)    # the values of a_k where a decision's sign is looked at
-
-
-@st.composite
-def _second_order_from_data(draw: Any, d: Draw) -> dict[str, Any]:
-    """The drawn parameters; or, where some decision depends on a (never with the
-    pseudoinverse, which takes no a), in about seven draws in eight, a_growth drawn and a set
-    so that a_k at the first such trial lies just below or above where its decision
-    changes."""
-    params = d.params
-    found = None if params.get("pseudoinverse") else _first_boundary(d)
-    if found is None or not draw(st.integers(0, 7), label="a at a boundary?"):
-        return params
-    growth = draw(st.sampled_from(A_GROWTHS), label="a_growth")
-    side = draw(st.sampled_from(_SIDES), label="side")
-    value, k = found
-    a = value * side / a_k({"a": Fraction(1), "a_growth": growth}, k)
-    return {**params, "a": _dyadic(Fraction(a)), "a_growth": growth}
-
-
-def _first_boundary(d: Draw) -> tuple[float, int] | None:
-    """(a*, k): the first trial t whose decision depends on the a_k in force there (k - 1
-    mistakes before it, each decided by no a), and a value a* where its score changes sign;
-    None when none does for a_k in 2^-6 .. 2^6.  In float64 (a guide for the draw: the
-    exact reference decides), by the dual score y^T (a I + G)^{-1} b over the mistakes."""
-    X, y = np.asarray(d.X, dtype=np.float64), np.asarray(d.y, dtype=np.float64)
-    G = parse_kernel(d.kernel).matrix(X, X)
-    T = len(y)
-    support: list[int] = []
-
-    def score(alpha: float, j: int) -> float:
-        if not support:
-            return 0.0
-        b, labels = G[support, j], y[support]
-        s = float(labels @ np.linalg.solve(alpha * np.eye(len(support))
-                                           + G[np.ix_(support, support)], b))
-        tol = 1e-9 * np.linalg.norm(labels) * np.linalg.norm(b) / alpha
-        return 0.0 if abs(s) <= tol else s
-
-    for t in range(d.epochs * T):
-        j = t % T
-        signs = [np.sign(score(alpha, j)) for alpha in _A_GRID]
-        change = next((i for i in range(len(signs) - 1) if signs[i] != signs[i + 1]), None)
-        if change is not None:
-            lo, hi = _A_GRID[change], _A_GRID[change + 1]
-            for _ in range(8):      # bisection: a* within 2^-8 of its value
-                mid = (lo + hi) / 2
-                if np.sign(score(mid, j)) == signs[change]:
-                    lo = mid
-                else:
-                    hi = mid
-            return (lo + hi) / 2, len(support) + 1
-        if y[j] * signs[0] <= 0:
-            support.append(j)
-    return None
-
-
-def _dyadic(q: Fraction, bits: int = 5) -> Fraction:
-    """q > 0 rounded to ``bits`` significant binary digits."""
-    shift = bits - (q.numerator.bit_length() - q.denominator.bit_length())
-    scale = Fraction(2) ** shift
-    return max(Fraction(round(q * scale)), Fraction(1)) / scale
-
-
-#: Parameters set from the drawn data, by algorithm (``(Draw) -> params`` strategies).
-_FROM_DATA = {"second_order": _second_order_from_data}
 
 
 # -- one comparison ------------------------------------------------------------------------

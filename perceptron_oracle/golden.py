@@ -33,19 +33,19 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import __version__, golden_cases
+from . import __version__, kernels
 from .errors import OracleInputError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .numbers import to_fraction
 from .reference.common import shadow_decisions
-from .registry import get
+from .registry import ALGORITHMS, get
 from .trace import Trace, decode_value, encode_value
 
 FORMAT = "perceptron-oracle/cases@1"
@@ -63,6 +63,11 @@ def default_directory() -> pathlib.Path:
     env = os.environ.get("PERCEPTRON_ORACLE_GOLDEN")
     if env:
         return pathlib.Path(env)
+    return package_directory()
+
+
+def package_directory() -> pathlib.Path:
+    """The golden files installed with the package (``perceptron_oracle.conformance_data``)."""
     return pathlib.Path(str(importlib.resources.files("perceptron_oracle.conformance_data")))
 
 
@@ -92,18 +97,34 @@ COMMON_NOTES: dict[str, dict[str, str]] = {
                     "most coordinates are exactly 0 (text-like data)"},
 }
 
-#: Case families: the functions returning their FileSpecs (one file each).
-FAMILIES: dict[str, Callable[[], FileSpec]] = {
-    "perceptron": golden_cases.perceptron_file,
-    "higher_order": golden_cases.higher_order_file,
-    "second_order": golden_cases.second_order_file,
-    "romma_pumma": golden_cases.romma_pumma_file,
-    "alma": golden_cases.alma_file,
-}
+def golden_files(families: Iterable[str] | None = None) -> list[Callable[[], FileSpec]]:
+    """The functions building the golden files (``Family.golden``) of the registered
+    families (or of ``families``), each once, in the registry's order: a file may hold
+    several families' cases (ROMMA's and PUMMA's, HO's and the p-norm Perceptron's)."""
+    found: list[Callable[[], FileSpec]] = []
+    for name in families if families is not None else ALGORITHMS:
+        build = get(name).golden
+        if build is not None and build not in found:
+            found.append(build)
+    return found
 
 
-def _family_specs() -> list[FileSpec]:
-    return [family() for family in FAMILIES.values()]
+#: Where the trace schema stands, beside the golden files.
+TRACE_SCHEMA = "schema/trace-1.schema.json"
+#: A form's name in a trace file: any identifier (the form vocabulary is open; ``trace``).
+FORM_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+def trace_schema(template: dict[str, Any]) -> dict[str, Any]:
+    """The trace file schema ``template`` with what the registry decides filled in: the
+    algorithms' names (the registered families) and the form's and kernel's patterns (an
+    identifier; every registered kernel's ``spec_pattern``)."""
+    schema: dict[str, Any] = json.loads(json.dumps(template))
+    properties = schema["properties"]
+    properties["algorithm"] = {"type": "string", "enum": list(ALGORITHMS)}
+    properties["form"] = {"type": "string", "pattern": FORM_PATTERN}
+    properties["kernel"] = {"type": "string", "pattern": kernels.spec_pattern()}
+    return schema
 
 
 # -- generation ----------------------------------------------------------------------------
@@ -227,12 +248,15 @@ def dumps(document: Any) -> str:
     return write(document, "") + "\n"
 
 
-def _generate_into(directory: pathlib.Path, log: Callable[[str], None]) -> list[str]:
-    """Write every golden file, then the manifest, into the existing ``directory``; each
-    file flushed to disk (fsync).  Returns the names written, the manifest last."""
+def _generate_into(directory: pathlib.Path, log: Callable[[str], None],
+                   families: Iterable[str] | None = None) -> list[str]:
+    """Write every golden file (of ``families``: default all), then the manifest, into the
+    existing ``directory``; each file flushed to disk (fsync).  Returns the names written,
+    the manifest last."""
     entries = []
-    for spec in _family_specs():
+    for build in golden_files(families):
         start = time.perf_counter()
+        spec = build()
         text = dumps(build_document(spec))
         path = directory / f"{spec.name}.json"
         _write_synced(path, text)
@@ -241,9 +265,12 @@ def _generate_into(directory: pathlib.Path, log: Callable[[str], None]) -> list[
                         "numberOfCases": document["numberOfCases"]})
         log(f"{path.name}: {document['numberOfCases']} cases in "
             f"{time.perf_counter() - start:.1f} s")
+    template = json.loads((package_directory() / TRACE_SCHEMA).read_text(encoding="utf-8"))
+    (directory / TRACE_SCHEMA).parent.mkdir(exist_ok=True)
+    _write_synced(directory / TRACE_SCHEMA, dumps(trace_schema(template)))
     manifest = {"format": MANIFEST_FORMAT, "generatorVersion": __version__, "files": entries}
     _write_synced(directory / "manifest.json", dumps(manifest))
-    return [str(entry["path"]) for entry in entries] + ["manifest.json"]
+    return [str(entry["path"]) for entry in entries] + [TRACE_SCHEMA, "manifest.json"]
 
 
 def _write_synced(path: pathlib.Path, text: str) -> None:
@@ -257,10 +284,13 @@ def _write_synced(path: pathlib.Path, text: str) -> None:
 TEMPORARY_PREFIX = ".golden-tmp-"
 
 
-def generate(directory: pathlib.Path, log: Callable[[str], None] = lambda s: None) -> None:
-    """Write every golden file and the manifest into ``directory``, replacing the golden
+def generate(directory: pathlib.Path, log: Callable[[str], None] = lambda s: None,
+             families: Iterable[str] | None = None) -> None:
+    """Write every golden file (those of ``families``: default every registered family),
+    the trace schema (``schema/trace-1.schema.json``, its algorithm names and patterns from
+    the registry: :func:`trace_schema`) and the manifest into ``directory``, replacing those
     files there and leaving every other file alone (the package's ``conformance_data/``
-    also holds ``__init__.py``, ``README.md`` and ``schema/``).
+    also holds ``__init__.py``, ``README.md`` and the cases' schema).
 
     The guarantee: an exception at any point (KeyboardInterrupt on SIGINT, the exception
     the CLI raises on SIGTERM, a full disk) leaves ``directory`` holding either the old
@@ -278,7 +308,7 @@ def generate(directory: pathlib.Path, log: Callable[[str], None] = lambda s: Non
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=TEMPORARY_PREFIX, dir=directory))
     caught: list[int] = []
     try:
-        names = _generate_into(tmp, log)
+        names = _generate_into(tmp, log, families)
         with _signals_deferred(caught):
             _commit(tmp, directory, names)
     finally:
@@ -297,6 +327,8 @@ def _commit(tmp: pathlib.Path, directory: pathlib.Path, names: list[str]) -> Non
     try:
         for name in names:
             target = directory / name
+            target.parent.mkdir(exist_ok=True)
+            (backup / name).parent.mkdir(exist_ok=True)
             had = target.exists()
             if had:
                 try:

@@ -15,7 +15,8 @@ epochs.  HO at p = 2 and SOP, whose exact references (Fractions) slow down with 
 mistake, run on separable data (their mistakes stop), and once more with noisy labels over
 5,000 trials (about a thousand updates of their running matrices); ROMMA runs on separable
 data too (its float64 state overflows on noisy labels); ROMMA's and PUMMA's references run
-in mpmath at 256 bits.  Each run's size is in ``SETUPS``.
+in mpmath at 256 bits.  Each run's size is in its family's declaration
+(``Family.long_runs``).
 
     python -m perceptron_oracle.long_runs                  # 10^5 trials, every form
     python -m perceptron_oracle.long_runs --trials 2000 --only perceptron,alma
@@ -29,80 +30,23 @@ import functools
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .compare import compare
 from .errors import OracleInputError
+from .family import Family, LongRun
 from .fast.driver import FloatRangeError
 from .fast.higher_order import numba_available
 from .interrupts import one_line
-from .registry import ALGORITHMS, Algorithm
+from .registry import ALGORITHMS
 from .trace import Trace
 from .usage import OneLineParser
 
 #: The default number of trials of each run.
 TRIALS = 100_000
-
-
-@dataclass(frozen=True)
-class Setup:
-    """One run of a family: kernel, parameters, and the data's size (``examples`` presented
-    for trials / examples epochs, ``n`` features, a ``noise`` share of labels flipped;
-    ``trials`` caps the run where the exact state grows with every mistake)."""
-
-    family: str
-    kernel: str = "linear"
-    params: dict[str, Any] = field(default_factory=dict)
-    examples: int = 2000
-    n: int = 3
-    noise: float = 0.1
-    trials: int | None = None   # a cap below --trials (None: --trials)
-
-    @property
-    def label(self) -> str:
-        parts = [self.kernel.split(":")[0]]
-        parts += [f"{k}={v}" for k, v in self.params.items() if k != "numbers"]
-        parts += [self.params["numbers"]] if "numbers" in self.params else []
-        return " ".join(parts)
-
-
-_POLY = "poly:degree=2,coef0=1,gamma=1"
-_RBF = "rbf:gamma=1"
-#: ROMMA's and PUMMA's reference in mpmath at a fixed precision: ``auto`` would take
-#: 64 + 4 bits per trial (``maximum_margin._precision_for``), 400,000 bits at 10^5 trials.
-_MP = {"numbers": "mpmath:256"}
-
-#: Every family's runs (sizes measured to keep the reference affordable: see the module doc).
-SETUPS: tuple[Setup, ...] = (
-    Setup("perceptron", params={"tau": "1/4"}, examples=100),
-    Setup("perceptron", _POLY, examples=100),
-    Setup("perceptron", _RBF, examples=100),
-    Setup("higher_order", examples=200, noise=0.0),
-    Setup("higher_order", examples=100, noise=0.05, trials=5000),
-    Setup("higher_order", _POLY, examples=100, noise=0.0),
-    Setup("higher_order", _RBF, examples=100, noise=0.0),
-    Setup("higher_order", params={"p": 4}, examples=500),
-    Setup("pnorm_perceptron"),
-    Setup("pnorm_perceptron", params={"p": 3}),
-    Setup("second_order", examples=500, noise=0.0),
-    Setup("second_order", examples=1000, noise=0.1, trials=5000),
-    Setup("second_order", _POLY, examples=100, noise=0.0),
-    Setup("second_order", _RBF, examples=100, noise=0.0),
-    Setup("romma", params=_MP, examples=500, noise=0.0),
-    Setup("romma", _POLY, params=_MP, examples=100, noise=0.0),
-    Setup("romma", _RBF, params=_MP, examples=100, noise=0.0),
-    Setup("pumma", params={"C": 1} | _MP, examples=500, noise=0.02),
-    Setup("pumma", _POLY, params={"C": 1} | _MP, examples=100),
-    Setup("pumma", _RBF, params={"C": 1} | _MP, examples=100),
-    Setup("pumma", params={"p": 4} | _MP, examples=200, noise=0.0),
-    Setup("alma"),
-    Setup("alma", _POLY, examples=50),
-    Setup("alma", _RBF, examples=50),
-    Setup("alma", params={"p": 4}),
-)
 
 
 def grid_data(T: int, n: int, noise: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -153,16 +97,15 @@ def judge(expected: Trace, run_fast: Any, X: Any) -> Outcome:
     return Outcome(True, "agreed", mistakes)
 
 
-def engines(algo: Algorithm, form: str) -> tuple[str | None, ...]:
+def engines(algo: Family, form: str) -> tuple[str | None, ...]:
     """The engines to run a form with: numpy and numba where it takes ``engine``."""
     return ("numpy", "numba") if algo.form(form).engine else (None,)
 
 
-def run_setup(setup: Setup, trials: int, seed: int, forms: Sequence[str] | None,
-              out: Any) -> bool:
-    """Every form of ``setup``'s family that takes it, against one reference run; prints one
+def run_setup(algo: Family, setup: LongRun, trials: int, seed: int,
+              forms: Sequence[str] | None, out: Any) -> bool:
+    """Every form of ``algo`` that takes ``setup``, against one reference run; prints one
     line per (form, engine) and returns whether all passed."""
-    algo = ALGORITHMS[setup.family]
     trials = min(trials, setup.trials or trials)
     T = max(1, min(setup.examples, trials))
     epochs = max(1, trials // T)
@@ -171,7 +114,7 @@ def run_setup(setup: Setup, trials: int, seed: int, forms: Sequence[str] | None,
             if forms is None or f in forms]
     if not todo:
         return True
-    head = f"{setup.family:<16} {setup.label:<22}"
+    head = f"{algo.name:<16} {setup.label:<22}"
     start = time.perf_counter()
     try:
         expected = algo.implementation("reference")(
@@ -227,9 +170,9 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
     forms = args.forms.split(",") if args.forms else None
     start = time.perf_counter()
     ok = True
-    for setup in SETUPS:
-        if setup.family in families:
-            ok &= run_setup(setup, args.trials, args.seed, forms, out)
+    for name in families:
+        for setup in ALGORITHMS[name].long_runs:
+            ok &= run_setup(ALGORITHMS[name], setup, args.trials, args.seed, forms, out)
     print(f"total {time.perf_counter() - start:.1f} s; "
           f"{'every run passed' if ok else 'FAILED'}", file=out, flush=True)
     return 0 if ok else 1

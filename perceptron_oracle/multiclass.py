@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from .data import validate
 from .fast import _compiled
 from .fast.multiclass import PerceptronOvR, relabel
-from .kernels import KERNEL_CACHE_BYTES
+from .kernels import KERNEL_CACHE_BYTES, parse_kernel
 from .registry import get, run
 from .trace import Trace
 
@@ -40,8 +40,8 @@ def one_vs_rest(algorithm: str, X: Any, labels: Any, *, form: str | None = None,
     form = form or algo.default_form(kernel, params, sparse=sp.issparse(X))
     shared = algorithm == "perceptron"
     if shared and form == "dual" and 8 * X.shape[0] * X.shape[0] > KERNEL_CACHE_BYTES:
-        shared = _compiled.choose(engine or "auto",
-                                  compiled_serves=not sp.issparse(X)) == "numba"
+        shared = _compiled.choose(engine or "auto", compiled_serves=not sp.issparse(X),
+                                  kernel=parse_kernel(kernel)) == "numba"
     if not shared:
         return classes, [run(algorithm, X, Y[:, k], impl="fast", form=form, kernel=kernel,
                              epochs=epochs, engine=engine, **params)

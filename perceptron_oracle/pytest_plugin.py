@@ -9,7 +9,7 @@ third-party Python implementation, one pytest item per case.
 ``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
 ``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Items:
 ``test_golden_case[<algorithm>:<file>.json:<id>]`` for every golden case and
-``test_check[<algorithm>:<check>]`` for every check of ``properties.checks.yield_checks``
+``test_check[<algorithm>:<check>]`` for every check of every family's ``invariant_checks``
 (hypothesis draws); NotImplementedError from ``function``, or a final-state key its trace
 lacks, makes an item a skip with the reason.  ``--oracle-fuzz`` adds
 ``test_fuzz[<algorithm>]``, the differential fuzzing of ``fuzz.py`` (``fuzz_tests.py``).
@@ -111,10 +111,11 @@ def oracle_impl(request: Any) -> Any:
 
 def pytest_generate_tests(metafunc: Any) -> None:
     if "oracle_check" in metafunc.fixturenames:
-        from .properties.checks import ALGORITHMS, yield_checks
+        from .registry import ALGORITHMS
 
         only = metafunc.config.getoption("oracle_algorithm")
-        checks = [c for a in ALGORITHMS if not only or a in only for c in yield_checks(a)]
+        checks = [c for family in ALGORITHMS.values() if not only or family.name in only
+                  for c in family.invariant_checks]
         metafunc.parametrize("oracle_check", checks, ids=[c.id for c in checks])
     if "oracle_case" in metafunc.fixturenames:
         from . import golden

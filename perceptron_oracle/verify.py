@@ -41,7 +41,8 @@ from .compare import compare
 from .errors import TraceFormatError
 from .golden import Case
 from .numbers import brief
-from .registry import get
+from .properties.checks import CheckResult, run_check
+from .registry import ALGORITHMS, get
 from .sandbox import (
     ImplementationFailed,
     Sandbox,
@@ -265,3 +266,12 @@ def progress_bar(stream: Any = sys.stderr) -> Callable[[int, int], None] | None:
             stream.write("\r" + " " * (width + 20) + "\r")
         stream.flush()
     return show
+
+
+def check_implementation(impl: Any, algorithms: Iterable[str] | None = None,
+                         max_examples: int | None = None,
+                         shrink: bool = True) -> list[CheckResult]:
+    """Every theorem invariant (``Family.invariant_checks``) of every family named (every
+    registered family by default) on ``impl``, in verify's protocol."""
+    return [run_check(check, impl, max_examples, shrink)
+            for name in (algorithms or ALGORITHMS) for check in get(name).invariant_checks]

@@ -3,7 +3,7 @@ seconds over the model's work units with the run's actual update count.
 
     python tests/budget_calibration.py [FAMILY ...]
 
-The largest ratio per family, rounded up, is budget.SECONDS_PER_UNIT (its docstring says
+The largest ratio per family, rounded up, is its cost model's seconds_per_unit (its docstring says
 which numbers this script printed).  Not a test: it times runs (about two minutes)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from fixtures import noisy_unit_rows
 from perceptron_oracle import budget
 from perceptron_oracle.datasets import builtin
 from perceptron_oracle.kernels import parse_kernel
-from perceptron_oracle.registry import get, run
+from perceptron_oracle.registry import ALGORITHMS, get, run
 
 KERNELS = ("linear", "poly:degree=3,coef0=1", "rbf:gamma=1")
 SIZES = {"perceptron": (50, 100, 200, 400), "pnorm_perceptron": (100, 400),
@@ -38,13 +38,13 @@ def runs(family: str):  # type: ignore[no-untyped-def]
 
 
 def main(families: list[str]) -> None:
-    for family in families or list(budget.SECONDS_PER_UNIT):
+    for family in families or [f.name for f in ALGORITHMS.values() if f.cost]:
         worst = 0.0
         for label, X, y, kernel, params in runs(family):
             start = time.perf_counter()
             trace = run(family, X, y, kernel=kernel, **params)
             seconds = time.perf_counter() - start
-            units, _ = budget.work(family, T=X.shape[0], n=X.shape[1], epochs=1,
+            units, _ = budget.work(get(family).cost, T=X.shape[0], n=X.shape[1], epochs=1,
                                    kern=parse_kernel(kernel), bx=budget.data_bits(X),
                                    params=get(family).params.resolve(params),
                                    updates=len(trace.updates))
@@ -53,8 +53,8 @@ def main(families: list[str]) -> None:
             print(f"{family:<17}{label:<22}{kernel:<22}{str(params):<12}"
                   f"updates {len(trace.updates):>4}  {seconds:8.3f} s  {ratio:.2e} s/unit",
                   flush=True)
-        print(f"{family}: largest {worst:.2e} s/unit (SECONDS_PER_UNIT "
-              f"{budget.SECONDS_PER_UNIT[family]:.1e})", flush=True)
+        print(f"{family}: largest {worst:.2e} s/unit (seconds_per_unit "
+              f"{get(family).cost.seconds_per_unit:.1e})", flush=True)
 
 
 if __name__ == "__main__":

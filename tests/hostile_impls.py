@@ -103,7 +103,7 @@ def twice(algorithm, X, y, **kw):
 
 
 def sideways(algorithm, X, y, **kw):
-    return dataclasses.replace(_correct(algorithm, X, y, **kw), form="sideways")
+    return dataclasses.replace(_correct(algorithm, X, y, **kw), form="side ways")
 
 
 def fake_summary(algorithm, X, y, **kw):
@@ -111,7 +111,7 @@ def fake_summary(algorithm, X, y, **kw):
     print("44 passed, 0 failed")
     print("golden set /conformance_data (manifest sha256 0000...): 44 passed, 0 failed, "
           "0 not applicable", file=sys.stderr)
-    return dataclasses.replace(trace, form="sideways")
+    return dataclasses.replace(trace, form="side ways")
 
 
 def fake_golden_line(algorithm, X, y, **kw):

@@ -10,11 +10,17 @@ options get one line and exit 2.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import json
+from functools import partial
 
 import pytest
 
+from perceptron_oracle import benchmark_cases, registry
 from perceptron_oracle import benchmarks as bench
+from perceptron_oracle.benchmark_cases import Benchmark, Extra
 from perceptron_oracle.fast import _compiled
 
 TINY = 0.005
@@ -23,8 +29,6 @@ TINY = 0.005
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("bench") / "run.json"
-    import contextlib
-    import io
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = bench.main(["--size", str(TINY), "--repeat", "1", "--min-seconds", "0",
@@ -35,7 +39,9 @@ def tiny_run(tmp_path_factory):
 def test_every_case_runs_and_every_peer_agrees(tiny_run):
     code, out, data = tiny_run
     assert code == 0, out
-    keys = {f"{name} @ {rate}" for name, rate, _ in bench.cases(1.0)}
+    keys = {case.label for _, case in bench.cases()}
+    assert len(keys) == 35 and {family.name for family, _ in bench.cases()} == set(
+        registry.ALGORITHMS)
     assert set(data["results"]) == keys
     for key in keys:
         assert any(line.startswith(key) for line in out.splitlines()), key
@@ -59,11 +65,12 @@ def test_every_row_has_its_floor_its_loops_and_the_duals_memory(tiny_run):
 
 def test_alma_has_its_rows_at_both_correction_rates_and_its_dual():
     """ALMA's primal at p = 2 and p = 2 ln n, each at alpha = 1 (low correction rate) and 0.1
-    (high), and its kernel dual, are cases, and no other case's name holds "alma" (``--only
-    alma`` runs these five)."""
-    names = [name for name, _, _ in bench.cases(1.0) if "alma" in name]
-    assert names == ["alma primal p=2 a=1", "alma primal p=2 a=0.1", "alma primal p=10.6 a=1",
-                     "alma primal p=10.6 a=0.1", "alma dual p=2 rbf a=0.5"]
+    (high), and its kernel dual, are ALMA's cases, and no other case's name holds "alma"
+    (``--only alma`` runs these five)."""
+    names = ["alma primal p=2 a=1", "alma primal p=2 a=0.1", "alma primal p=10.6 a=1",
+             "alma primal p=10.6 a=0.1", "alma dual p=2 rbf a=0.5"]
+    assert [case.name for case in registry.get("alma").benchmarks] == names
+    assert [case.name for _, case in bench.cases("alma")] == names
 
 
 def test_compare_reports_a_case_missing_from_the_baseline_without_failing(tiny_run):
@@ -78,11 +85,57 @@ def test_compare_reports_a_case_missing_from_the_baseline_without_failing(tiny_r
 
 
 def test_a_peer_that_differs_fails_the_command(monkeypatch, capsys):
-    monkeypatch.setattr(bench, "numpy_romma_loop", lambda X, y: [0])
+    romma = registry.get("romma")
+    monkeypatch.setattr(romma, "benchmarks", tuple(
+        dataclasses.replace(case, peers={**case.peers, "np loop": lambda X, y: [0]})
+        if case.name == "romma primal" else case for case in romma.benchmarks))
     assert bench.main(["--size", str(TINY), "--repeat", "1", "--min-seconds", "0",
                        "--only", "romma primal"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: romma primal: np loop makes other updates"]
+
+
+def test_a_case_without_floor_or_peers_prints_its_row(capsys):
+    """A family declaring one case with no floor and no peers: ``run_all`` times its fast
+    form (and its numpy engine), prints its row with the floor and ratio columns absent,
+    and the legend says it has no floor; the command prints the row too."""
+    toy_case = Benchmark("toy primal", "12%", partial(benchmark_cases.sized_dense, 300, 5, 0.1),
+                         "primal")
+    perceptron = registry.get("perceptron")
+    toy = dataclasses.replace(perceptron, name="toy", benchmarks=(toy_case,),
+                              fast_forms=perceptron.declared)
+    out = io.StringIO()
+    with registry.registered_family(toy):
+        results = bench.run_all(TINY, 1, only="toy", out=out, min_seconds=0)
+        assert bench.main(["--size", str(TINY), "--repeat", "1", "--min-seconds", "0",
+                           "--only", "toy primal"]) == 0
+    assert list(results) == ["toy primal @ 12%"]
+    row = results["toy primal @ 12%"]
+    assert set(row["us_per_trial"]) == {"fast", "numpy"}
+    assert set(row["ratios"]) == {"fast/numpy"} and "peak_mib" not in row
+    (line,) = out.getvalue().splitlines()
+    assert line == bench.format_row("toy primal @ 12%", row)
+    cells = line.split("|")
+    assert cells[1].split()[2:] == ["-"] * 6                  # floor and every peer column
+    assert cells[2].split() == ["-"] * len(bench.RATIOS)      # every ratio
+    (no_floor,) = bench.legend(results)
+    assert no_floor.startswith("floor -: no floor declared (toy primal @ 12%)")
+    printed = capsys.readouterr().out
+    assert any(line.startswith("toy primal @ 12%") for line in printed.splitlines())
+    assert "floor -: no floor declared" in printed and "X @ w pass" not in printed
+
+
+def test_a_peer_needing_a_missing_extra_is_left_out():
+    def loop(X, y):
+        return []
+    case = Benchmark("x", "1%", partial(benchmark_cases.sized_noisy, 300, 3, 0.0), "primal",
+                     peers={"numba loop": Extra(lambda: None), "np loop": loop,
+                            "sklearn": Extra(lambda: loop)})
+    assert case.peer_runs() == {"np loop": loop, "sklearn": loop}
+    with pytest.raises(ValueError, match="key"):
+        Benchmark("x", "1%", case.data, "primal", key="corrections")
+    with pytest.raises(ValueError, match="' @ '"):
+        Benchmark("x @ 1%", "1%", case.data, "primal")
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -116,9 +169,9 @@ def test_best_time_calls_short_paths_until_min_seconds_within_the_cap():
 def test_the_pumma_newton_floor_solves_the_runs_own_problems():
     """The floor of ``pumma primal p=4`` times the compiled solver on the problems the run's
     updates solved: each recorded problem, solved again, gives the run's (alpha, beta)."""
-    (maker,) = [make for name, _, make in bench.cases(0.05) if name == "pumma primal p=4"]
-    X, y, p = maker()
-    problems, solutions = bench.newton_problems(X, y, p)
+    (case,) = [case for _, case in bench.cases("pumma primal p=4")]
+    X, y = case.data(0.05)
+    problems, solutions = benchmark_cases.newton_problems(X, y, case.params["p"])
     assert len(problems) > 20
     newton = _compiled.kernels().pumma_newton
     from perceptron_oracle.fast.maximum_margin import SINGULAR

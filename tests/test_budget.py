@@ -26,7 +26,7 @@ SPREAD = 200.0
 def estimate(algorithm: str, X: np.ndarray, epochs: int = 1, kernel: str = "linear",
              updates: int | None = None, **params: object) -> float:
     resolved = get(algorithm).params.resolve(params)
-    return budget.estimate(algorithm, X, epochs=epochs, kernel=kernel, updates=updates,
+    return budget.estimate(get(algorithm).cost, X, epochs=epochs, kernel=kernel, updates=updates,
                            **resolved).seconds
 
 
@@ -138,11 +138,11 @@ def test_golden_cases_fuzz_draws_and_builtin_runs_are_accepted() -> None:
 def test_work_grows_with_what_costs() -> None:
     kern = parse_kernel("linear")
     base = dict(T=100, n=5, epochs=1, kern=kern, bx=60, params={})
-    for algorithm in ALGORITHMS:
-        units = budget.work(algorithm, **base)[0]
-        assert budget.work(algorithm, **{**base, "epochs": 10})[0] > units
-        assert budget.work(algorithm, **{**base, "T": 200})[0] > units
-        assert budget.work(algorithm, **{**base, "updates": 5})[0] <= units
+    for family in ALGORITHMS.values():
+        units = budget.work(family.cost, **base)[0]
+        assert budget.work(family.cost, **{**base, "epochs": 10})[0] > units
+        assert budget.work(family.cost, **{**base, "T": 200})[0] > units
+        assert budget.work(family.cost, **{**base, "updates": 5})[0] <= units
     poly = parse_kernel("poly:degree=1000")
     assert budget.kernel_bits(poly, 60, 5) == 1000 * budget.kernel_bits(
         parse_kernel("poly:degree=1"), 60, 5)

@@ -22,7 +22,8 @@ from perceptron_oracle.properties import (
     second_order,
 )
 from perceptron_oracle.properties.romma_pumma import check_theorem2, optimum_2norm, theorem3_bound
-from perceptron_oracle.registry import ALGORITHMS
+from perceptron_oracle.registry import ALGORITHMS, get
+from perceptron_oracle.verify import check_implementation
 
 F = Fraction
 
@@ -34,25 +35,24 @@ def test_one_invariant_violation_for_every_family():
         assert module.InvariantViolation is cls
 
 
-def test_yield_checks_lists_every_algorithm_with_one_signature():
+def test_every_family_declares_checks_with_one_signature():
     ids = []
-    for algorithm in checks.ALGORITHMS:
-        found = list(checks.yield_checks(algorithm))
+    for algorithm, family in ALGORITHMS.items():
+        found = family.invariant_checks
         assert found, algorithm
         for check in found:
             assert check.algorithm == algorithm and check.max_examples <= 20
             assert check.paper in checks.PAPERS.values() and check.theorem
             assert isinstance(check.needs, tuple) and hasattr(check.strategy, "example")
+            assert check.schema is family.params    # the defaults the impl is called with
             ids.append(check.id)
     assert len(ids) == len(set(ids))
-    assert set(checks.ALGORITHMS) == set(ALGORITHMS)   # every registered family has checks
-    assert list(checks.yield_checks("no_such_algorithm")) == []
 
 
 def test_the_alma_check_rejects_a_dropped_bias():
     """ALMA's corrections bound (Theorem 3) passes the fast forms and rejects the planted
     bug that drops the bias coordinate from the score."""
-    check = next(checks.yield_checks("alma"))
+    check = get("alma").invariant_checks[0]
     assert checks.run_check(check, _fast, max_examples=20).ok
     failed = checks.run_check(check, wrong_alma.bias_dropped, max_examples=20)
     assert failed.status == "fail" and "Theorem 3" in failed.message
@@ -81,7 +81,7 @@ def _plain(algorithm, X, y, *, epochs, kernel, params):
 
 
 def test_missing_final_keys_and_not_implemented_are_not_applicable_never_a_keyerror():
-    results = {r.check.id: r for r in checks.check_implementation(_plain, ["perceptron"])}
+    results = {r.check.id: r for r in check_implementation(_plain, ["perceptron"])}
     assert results["perceptron:textbook"].ok and results["perceptron:novikoff"].ok
     assert results["perceptron:bookkeeping"].status == "not_applicable"
     assert "final.alpha" in results["perceptron:bookkeeping"].message
@@ -90,12 +90,12 @@ def test_missing_final_keys_and_not_implemented_are_not_applicable_never_a_keyer
     def nothing(algorithm, X, y, *, epochs, kernel, params):
         raise NotImplementedError("nothing at all")
 
-    for result in checks.check_implementation(nothing, ["romma", "second_order"]):
+    for result in check_implementation(nothing, ["romma", "second_order"]):
         assert result.status == "not_applicable" and "nothing at all" in result.message
 
 
 def test_a_failing_check_names_the_theorem_the_paper_and_the_draw():
-    [textbook] = [c for c in checks.yield_checks("perceptron") if c.name == "textbook"]
+    [textbook] = [c for c in get("perceptron").invariant_checks if c.name == "textbook"]
     result = checks.run_check(textbook, wrong_perceptrons.tie_rule)
     assert result.status == "fail"
     assert "textbook Perceptron" in result.message
@@ -104,9 +104,9 @@ def test_a_failing_check_names_the_theorem_the_paper_and_the_draw():
 
 
 def test_romma_checks_catch_a_planted_bug_and_pass_the_fast_form():
-    for check in checks.yield_checks("romma"):
+    for check in get("romma").invariant_checks:
         assert checks.run_check(check, fast_protocol.run).ok, check.id
-    lemma = next(c for c in checks.yield_checks("romma") if c.name == "lemma4")
+    lemma = next(c for c in get("romma").invariant_checks if c.name == "lemma4")
     result = checks.run_check(lemma, wrong_romma_pumma.lambda_sign, shrink=False)
     assert result.status == "fail" and "Li and P. M. Long" in result.message
 
@@ -115,7 +115,7 @@ def test_a_bad_trace_is_a_violation():
     def garbage(algorithm, X, y, *, epochs, kernel, params):
         return {"format": "something else"}
 
-    [textbook] = [c for c in checks.yield_checks("perceptron") if c.name == "textbook"]
+    [textbook] = [c for c in get("perceptron").invariant_checks if c.name == "textbook"]
     result = checks.run_check(textbook, garbage, max_examples=2, shrink=False)
     assert result.status == "fail" and "no valid trace" in result.message
 

@@ -35,7 +35,12 @@ from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import perceptron as fp
 from perceptron_oracle.fast import pnorm_perceptron as pn
 from perceptron_oracle.fast.driver import forced_updates
-from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import (
+    SEQUENCES,
+    kernel_specs,
+    perceptron_params,
+    pnorm_params,
+)
 from perceptron_oracle.reference.perceptron import perceptron as reference
 from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron as reference_pnorm
 from perceptron_oracle.trace import plain_value
@@ -47,7 +52,7 @@ from perceptron_oracle.trace import plain_value
 @given(data=st.data())
 def test_perceptron_engines_match_reference(strategy, data):
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["perceptron"](), label="params")
+    params = data.draw(perceptron_params(), label="params")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
@@ -65,8 +70,8 @@ def test_perceptron_engines_match_reference(strategy, data):
 @given(data=st.data())
 def test_kernel_engines_match_reference(family, strategy, data):
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    kernel = data.draw(KERNELS[family], label="kernel")
-    params = data.draw(PARAMS["perceptron"](), label="params")
+    kernel = data.draw(kernel_specs(family), label="kernel")
+    params = data.draw(perceptron_params(), label="params")
     epochs = data.draw(st.integers(1, 2), label="epochs")
     X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
     expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
@@ -81,7 +86,7 @@ def test_kernel_engines_match_reference(family, strategy, data):
 @given(data=st.data())
 def test_pnorm_engines_match_reference(strategy, data):
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["pnorm_perceptron"](), label="params")
+    params = data.draw(pnorm_params(), label="params")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = reference_pnorm(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:

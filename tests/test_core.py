@@ -107,7 +107,7 @@ def test_numbers_beyond_pythons_4300_digit_limit_round_trip(value):
 @pytest.mark.parametrize("mutate, message", [
     (lambda d: d.pop("updates"), "lacks updates"),
     (lambda d: d.update(format="trace@0"), "format"),
-    (lambda d: d.update(form="sideways"), "form must be"),
+    (lambda d: d.update(form="side ways"), "form must be an identifier"),
     (lambda d: d.update(mistakes=[2, 1]), "ascending"),
     (lambda d: d.update(mistakes=[99]), "outside"),
     (lambda d: d.update(epochs=0), "epochs"),

@@ -3,7 +3,7 @@
 One test body for the whole (algorithm, kernel family, strategy) matrix, built from the
 registry: a family that registers itself is tested here without a line added.  Each example
 runs the reference once and compares every fast form that takes the drawn kernel and
-parameters (``Algorithm.forms_for``, from each form's declaration in the registry: HO's
+parameters (``Family.forms_for``, from each form's declaration in the registry: HO's
 primal and dual forms take p = 2 only, PUMMA's and ALMA's duals too), so a form registered
 later (``registry.register_form``) is compared here too (tests/test_family_interface.py).
 A fast form must reproduce the reference's mistakes and updates exactly; the only excuse is a
@@ -30,9 +30,9 @@ from hypothesis import strategies as st
 from perceptron_oracle.compare import compare
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.long_runs import stop_excused
-from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, nonlinear_kernels
 from perceptron_oracle.reference.maximum_margin import NotConverged
-from perceptron_oracle.registry import ALGORITHMS
+from perceptron_oracle.registry import ALGORITHMS, get
 
 KERNEL_EXAMPLES = 8
 #: The kernel items' share of the profile's max_examples.
@@ -63,7 +63,8 @@ def test_fast_forms_match_reference(algorithm: str, kernel_family: str, strategy
     compare_forms_on_a_draw(algorithm, kernel_family, strategy, draw_for, data)
 
 
-@pytest.mark.parametrize("algorithm,kernel_family,strategy,draw_for", _matrix(("poly", "rbf")))
+@pytest.mark.parametrize("algorithm,kernel_family,strategy,draw_for",
+                         _matrix(tuple(nonlinear_kernels())))
 @settings(max_examples=max(10, settings.default.max_examples // KERNEL_SHARE))
 @given(data=st.data())
 def test_kernel_forms_match_reference(algorithm: str, kernel_family: str, strategy: str,
@@ -78,9 +79,9 @@ def compare_forms_on_a_draw(algorithm: str, kernel_family: str, strategy: str,
     form taking them agrees with it.  Returns the forms compared."""
     algo = ALGORITHMS[algorithm]
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    kernel = data.draw(KERNELS[kernel_family], label="kernel")
+    kernel = data.draw(kernel_specs(kernel_family), label="kernel")
     linear = kernel_family == "linear"
-    params = data.draw(PARAMS[algorithm](form=draw_for), label="params")
+    params = data.draw(get(algorithm).draw_params(draw_for), label="params")
     epochs = data.draw(st.integers(1, 3 if linear else 2), label="epochs")
     X, y = (seq.X, seq.y) if linear else (seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES])
     forms = algo.forms_for(kernel, params)

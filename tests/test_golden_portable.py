@@ -276,7 +276,7 @@ def test_interrupted_generation_leaves_a_complete_set(signum, tmp_path):
 def _fake_generation(monkeypatch):
     """``generate`` writing the committed files (as a generation does, fast): the tests of
     the commit below need a new set, not the ten seconds of a real one."""
-    def copy(directory, log):
+    def copy(directory, log, families=None):
         for name in NAMES:
             shutil.copyfile(GOLDEN / name, directory / name)
         return list(NAMES)
@@ -347,7 +347,7 @@ def test_check_generated_removes_its_directory_on_an_exception(tmp_path, monkeyp
     monkeypatch.setattr(golden.tempfile, "tempdir", str(tmp_path))
     real = golden._generate_into
 
-    def interrupted(directory, log):
+    def interrupted(directory, log, families=None):
         (directory / "partial.json").write_text("{")
         raise KeyboardInterrupt
 

@@ -158,7 +158,7 @@ def test_a_fragile_sparse_decision_flags_every_later_trial():
 
 
 @settings(max_examples=40)
-@given(seq=SEQUENCES["separable"](), params=higher_order_params(form="primal"),
+@given(seq=SEQUENCES["separable"](), params=higher_order_params(p2_only=True),
        epochs=st.integers(1, 2))
 def test_the_dual_recursions_are_the_primal_algorithm(seq, params, epochs):
     """The reference's dual path (D, h, g over the mistakes; the spec of the dual form) and
@@ -216,7 +216,7 @@ def test_first_order_check_catches_a_wrong_gradient_exponent():
 @given(data=st.data(), strategy=st.sampled_from(sorted(SEQUENCES)), epochs=st.integers(1, 3))
 def test_rho_schedule_and_sparse_rule(data, strategy, epochs):
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(higher_order_params(form="implicit"), label="params")
+    params = data.draw(higher_order_params(), label="params")
     run = P.observe(seq.X, seq.y, epochs=epochs, **params)
     P.check_rho_schedule(run)
     P.check_sparse_rule(run)

@@ -24,7 +24,7 @@ from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import pnorm_perceptron as pn
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.preprocessing import normalize
-from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, higher_order_params
 from perceptron_oracle.reference import pnorm_perceptron as ref_pn
 from perceptron_oracle.registry import get
 from test_api import without_engine
@@ -460,7 +460,7 @@ def test_compiled_p_not_2_matches_the_reference(strategy, data):
     engine forced at p in {3, 4, 7}: the implicit form keeps B_k explicitly in the compiled
     loop whenever every factor contracts."""
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["higher_order"](form="implicit"), label="params")
+    params = data.draw(higher_order_params(), label="params")
     params["p"] = data.draw(st.sampled_from([Fraction(3), Fraction(4), Fraction(7)]),
                             label="p")
     epochs = data.draw(st.integers(1, 3), label="epochs")

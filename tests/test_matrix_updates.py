@@ -32,7 +32,7 @@ from perceptron_oracle.compare import compare
 from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
 from perceptron_oracle.fast.driver import FloatRangeError
-from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES
 from perceptron_oracle.registry import get, run
 from perceptron_oracle.trace import plain_value
 
@@ -189,7 +189,7 @@ def test_compiled_engine_matches_reference(strategy: str, data: st.DataObject) -
     epochs = data.draw(st.integers(1, 3), label="epochs")
     for algorithm, forms in (("second_order", ("primal",)),
                              ("higher_order", ("primal", "implicit"))):
-        params = data.draw(PARAMS[algorithm](form="primal"), label=f"{algorithm} params")
+        params = data.draw(get(algorithm).draw_params("primal"), label=f"{algorithm} params")
         if params.get("pseudoinverse"):
             continue
         expected = run(algorithm, seq.X, seq.y, impl="reference", epochs=epochs,

@@ -28,7 +28,7 @@ from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.multiclass import one_vs_rest
 from perceptron_oracle.numbers import to_fraction
-from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, perceptron_params
 from perceptron_oracle.reference import perceptron as ref_perceptron
 from perceptron_oracle.trace import plain_value
 
@@ -48,9 +48,8 @@ def _exact_inputs(X: np.ndarray, params: dict, kernel: str) -> bool:
     computes every score of these small runs exactly, whatever the summation order."""
     kern = parse_kernel(kernel)
     values = [to_fraction(v) for v in params.values() if v is not None]
-    if kern.name == "rbf":
-        return False
-    values += [kern.coef0, kern.gamma]
+    if kern.value_exponent(0) is None:   # values off every dyadic grid: the Gaussian
+        return False                     # kernel, a polynomial one with gamma or coef0 not dyadic
     return bool(np.all(X == np.round(X))) and all(
         v.denominator & (v.denominator - 1) == 0 for v in values)
 
@@ -58,9 +57,9 @@ def _exact_inputs(X: np.ndarray, params: dict, kernel: str) -> bool:
 @st.composite
 def multiclass_draws(draw, strategy: str, family: str):
     seq = draw(SEQUENCES[strategy](), label="sequence")
-    kernel = draw(KERNELS[family], label="kernel")
+    kernel = draw(kernel_specs(family), label="kernel")
     # dyadic parameters in half the draws: with integer data, float64 is then exact
-    params = draw(PARAMS["perceptron"](dyadic_only=draw(st.booleans(), label="dyadic")),
+    params = draw(perceptron_params(dyadic_only=draw(st.booleans(), label="dyadic")),
                   label="params")
     linear = family == "linear"
     X = seq.X if linear else seq.X[:KERNEL_EXAMPLES]

@@ -21,9 +21,9 @@ from perceptron_oracle.fast import _compiled as compiled
 from perceptron_oracle.fast._compiled import available as compiled_available
 from perceptron_oracle.properties import perceptron as inv
 from perceptron_oracle.properties.strategies import (
-    PARAMS,
     Sequence,
     label_noise,
+    perceptron_params,
     separable,
     small_integers,
 )
@@ -365,7 +365,7 @@ def test_novikoff_bound(impl, seq, eta):
     inv.check_novikoff(impl, seq, epochs=3, eta=eta)
 
 
-@given(seq=st.one_of(label_noise(), small_integers()), params=PARAMS["perceptron"](),
+@given(seq=st.one_of(label_noise(), small_integers()), params=perceptron_params(),
        epochs=st.integers(1, 3))
 def test_bookkeeping_and_hypotheses(impl, seq, params, epochs):
     trace = impl(seq.X, seq.y, epochs=epochs, **params)

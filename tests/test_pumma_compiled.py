@@ -40,7 +40,7 @@ from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import _compiled, _compiled_pumma
 from perceptron_oracle.fast import pumma as fp
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
-from perceptron_oracle.properties.strategies import PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, pumma_params
 from perceptron_oracle.reference.maximum_margin import NotConverged
 from perceptron_oracle.trace import plain_value
 
@@ -55,7 +55,7 @@ reference = registry.get("pumma").implementation("reference")
 def test_primal_engines_match_reference(strategy, data):
     """p = 2 (the strategy's draw for the p = 2 forms), delta and the soft margin drawn."""
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["pumma"](form="dual"), label="params")
+    params = data.draw(pumma_params(p2_only=True), label="params")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
@@ -368,7 +368,7 @@ def test_p_above_2_engines_match_reference(strategy, data):
     """p = 5/2, 3 or 4 (the differential suite's draws for the primal form), delta and the
     soft margin drawn: the driver and the compiled loop, dense and CSR."""
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["pumma"](form="dual"), label="params")
+    params = data.draw(pumma_params(p2_only=True), label="params")
     params["p"] = data.draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
                             label="p")
     epochs = data.draw(st.integers(1, 3), label="epochs")

@@ -36,7 +36,7 @@ from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.fast import _compiled, _compiled_romma, maximum_margin
 from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import forced_updates, run_blocks
-from perceptron_oracle.properties.strategies import KERNELS, PARAMS, SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, romma_params
 from perceptron_oracle.registry import get
 from perceptron_oracle.trace import plain_value
 
@@ -50,7 +50,7 @@ reference = get("romma").implementation("reference")
 @given(data=st.data())
 def test_primal_engines_and_dual_match_reference(strategy, data):
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(PARAMS["romma"](), label="params")
+    params = data.draw(romma_params(), label="params")
     epochs = data.draw(st.integers(1, 3), label="epochs")
     expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
     for engine in ENGINES:
@@ -82,8 +82,8 @@ def test_the_linear_dual_runs_the_primal_loop():
 def test_kernel_dual_matches_reference(family, engine, data):
     strategy = data.draw(st.sampled_from(sorted(SEQUENCES)), label="strategy")
     seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    kernel = data.draw(KERNELS[family], label="kernel")
-    params = data.draw(PARAMS["romma"](), label="params")
+    kernel = data.draw(kernel_specs(family), label="kernel")
+    params = data.draw(romma_params(), label="params")
     epochs = data.draw(st.integers(1, 2), label="epochs")
     X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
     expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 from ..errors import OracleInputError
-from ..fast.higher_order import OneBlasThread
+from ..fast.blas_threads import OneBlasThread
 
 BACKENDS = ("loky", "dask")
 

@@ -34,9 +34,11 @@ import numpy as np
 
 from ..data import Dataset, validate
 from ..fast import higher_order as ho
+from ..fast.blas_threads import OneBlasThread
 from ..fast.driver import run_blocks
 from ..kernels import parse_kernel
 from ..preprocessing import normalize
+from ..reference.higher_order import resolve_params
 
 #: the algorithms of Figure 2, as (label, p, c)
 ALGORITHMS = (("FO = HO_2(0)", 2, Fraction(0)), ("HO_2(0.4)", 2, Fraction(2, 5)),
@@ -100,12 +102,12 @@ def run_epochs(X: Any, y: np.ndarray, X_test: Any, y_test: np.ndarray, *, p: int
     One model is carried across the epochs (the same run as ``epochs`` passes at once), with
     the primal form for p = 2 and the implicit one otherwise.
     """
-    form = "primal" if p == 2 else "implicit"
+    form = ho._Primal if p == 2 else ho._Implicit     # ho.FORMS' "primal" and "implicit"
     X, y = validate(X, y)
-    params = ho.resolve_params(dict(p=p, c=c))
-    model = ho.FORMS[form](X, y, params, parse_kernel("linear"))
+    params = resolve_params(dict(p=p, c=c))
+    model = form(X, y, params, parse_kernel("linear"))
     updates, errors = [], []
-    with ho.OneBlasThread():
+    with OneBlasThread():
         for _ in range(epochs):
             updates.append(len(run_blocks(model, y, 1).updates))
             scores = X_test @ model.w

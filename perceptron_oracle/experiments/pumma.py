@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from ..fast import alma as fast_alma
 from ..fast import pumma as fast_pumma
 from ..fast import romma as fast_romma
 from ..fast.driver import run_blocks
+from ..reference.alma import PARAMS as ALMA_PARAMS
 
 
 @dataclass
@@ -97,6 +99,7 @@ def run_to_convergence(algorithm: str, X: np.ndarray, y: np.ndarray, *, p: float
                        delta: Any, max_epochs: int = 1000) -> Run:
     """PUMMA_p(delta) ("pumma") or ROMMA(delta) on (x, -R) ("romma+aug"), epoch by epoch
     (fast primal forms), until an epoch without an update."""
+    model: fast_pumma._Pumma | fast_romma._Romma | fast_alma._Primal
     if algorithm == "pumma":
         model, _, Xv, yv, _ = fast_pumma.setup("primal", X, y, 1, "linear",
                                                dict(p=p, delta=delta))
@@ -107,8 +110,8 @@ def run_to_convergence(algorithm: str, X: np.ndarray, y: np.ndarray, *, p: float
     elif algorithm == "alma+aug":   # ALMA_p(delta; 1/delta, sqrt 2) on (x, -R), R in p-norm
         R = float(np.max(np.sum(np.abs(X) ** p, axis=1) ** (1.0 / p)))
         yv = np.asarray(y, dtype=np.int64)
-        model = fast_alma._Primal(augment(X, R), yv, fast_alma.PARAMS.resolve(
-            dict(p=fast_alma.Fraction(p), alpha=delta)))
+        model = fast_alma._Primal(augment(X, R), yv, ALMA_PARAMS.resolve(
+            dict(p=Fraction(p), alpha=delta)))
     else:
         raise ValueError(f"unknown algorithm {algorithm!r} (pumma, romma+aug, alma+aug)")
     out = Run(algorithm)
@@ -116,9 +119,9 @@ def run_to_convergence(algorithm: str, X: np.ndarray, y: np.ndarray, *, p: float
     for _ in range(max_epochs):
         done = len(run_blocks(model, yv, 1).updates)
         total += done
-        if algorithm == "pumma":
+        if isinstance(model, fast_pumma._Pumma):       # "pumma"
             w, b = model.space.w, model.b
-        elif algorithm == "alma+aug":
+        elif isinstance(model, fast_alma._Primal):     # "alma+aug"
             w, b = model.w[:-1], -R * float(model.w[-1])
         else:
             w, b = model.space.w[:-1], -R * float(model.space.w[-1])
@@ -134,7 +137,8 @@ def target_margin(data: RofK, p: float) -> float:
     """The p-norm margin of the generating hyperplane (u = indicator of the relevant
     features, b = k - 2r + 1; functional margin 1): 1 / ||u||_q = k^(-1/q)."""
     q = p / (p - 1.0)
-    return float(len(data.relevant)) ** (-1.0 / q)
+    target: float = float(len(data.relevant)) ** (-1.0 / q)
+    return target
 
 
 def p_value(p_name: str, n: int) -> float:

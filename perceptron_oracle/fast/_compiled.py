@@ -50,8 +50,11 @@ import scipy.sparse as sp
 
 from ..data import check_finite_rows
 from ..errors import ParamError
-from ._flags import BLOCKED, MISTAKE, UPDATE
+from ..kernels import COMPILED_GAUSSIAN, Kernel
+from ._flags import BLOCKED as BLOCKED  # re-exported: fast.multiclass
+from ._flags import MISTAKE as MISTAKE  # re-exported: fast.multiclass
 from ._flags import TINY_SQUARES as TINY_SQUARES  # re-exported: fast.romma, fast.pumma
+from ._flags import UPDATE as UPDATE  # re-exported: fast.multiclass, fast.romma
 from .driver import float_range_error, in_forced_run
 
 ENGINES = ("auto", "numpy", "numba")
@@ -62,18 +65,24 @@ def available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def choose(engine: str, *, compiled_serves: bool = True) -> str:
+def choose(engine: str, *, compiled_serves: bool = True, kernel: Kernel | None = None) -> str:
     """The engine a run takes: "numpy" or "numba".
 
     ``engine`` is "auto" (numba when installed), "numpy" or "numba" (a ParamError when numba
-    is absent).  Runs under ``forced_updates`` and runs the compiled loops do not serve
-    (``compiled_serves`` false) take the numpy path whatever was asked.
+    is absent, or when ``kernel`` has no compiled evaluation: ``Kernel.compiled`` None).
+    Runs under ``forced_updates``, runs the compiled loops do not serve (``compiled_serves``
+    false) and runs with such a kernel take the numpy path whatever was asked.
     """
     if engine not in ENGINES:
         raise ParamError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
     if engine == "numba" and not available():
         raise ParamError("engine 'numba' needs numba, which is not installed "
                          "(python -m pip install numba)")
+    if kernel is not None and kernel.compiled is None:
+        if engine == "numba":
+            raise ParamError(f"engine 'numba': kernel {kernel.spec} has no compiled "
+                             "evaluation (use engine 'numpy' or 'auto')")
+        return "numpy"
     if engine == "numpy" or in_forced_run() or not compiled_serves:
         return "numpy"
     return "numba" if available() else "numpy"
@@ -90,17 +99,21 @@ def kernels() -> ModuleType:
     return _numba
 
 
-def kernel_code(kern: Any) -> tuple[int, int, float, float]:
-    """A kernel as the compiled loops take it: (kind: 0 linear, 1 poly, 2 the Gaussian;
-    degree, gamma, coef0)."""
-    return ({"linear": 0, "poly": 1, "rbf": 2}[kern.name], int(kern.degree),
-            float(kern.gamma), float(kern.coef0))
+def kernel_code(kern: Kernel) -> tuple[int, int, float, float]:
+    """A kernel as the compiled loops take it (``Kernel.compiled``): (kind: ``COMPILED_DOT``,
+    ``COMPILED_POLYNOMIAL`` or ``COMPILED_GAUSSIAN``; degree, gamma, coef0), a plain tuple.
+    The runs ask only for a kernel ``choose`` gave the compiled engine."""
+    code = kern.compiled
+    if code is None:
+        raise ParamError(f"kernel {kern.spec} has no compiled evaluation")
+    return (code.kind, code.degree, code.gamma, code.coef0)
 
 
-def kernel_norms(X: np.ndarray, kind: int) -> np.ndarray:
-    """The rows' squared norms as ``kernel_block`` and the dual walks take them: the Gaussian
-    kernel (kind 2) alone reads them; zeros under the others (a pass over X saved)."""
-    return np.einsum("ij,ij->i", X, X) if kind == 2 else np.zeros(X.shape[0])
+def kernel_norms(X: np.ndarray, kern: Kernel) -> np.ndarray:
+    """The rows' squared norms as ``kernel_block`` and the dual walks take them: a kernel
+    that reads them (``Kernel.needs_sqnorms``: the Gaussian) alone; zeros under the others
+    (a pass over X saved)."""
+    return np.einsum("ij,ij->i", X, X) if kern.needs_sqnorms else np.zeros(X.shape[0])
 
 
 def kernel_block(A: np.ndarray, sq_a: np.ndarray, B: np.ndarray, lo: int, hi: int,
@@ -109,12 +122,12 @@ def kernel_block(A: np.ndarray, sq_a: np.ndarray, B: np.ndarray, lo: int, hi: in
     """k(a, b) for the rows a of A (squared norms sq_a) against the rows lo .. hi-1 of B
     (squared norms sq_b, indexed as B), as (len(A), hi - lo): the dot products by one numpy
     product (BLAS ``dgemm``), then ``fast._numba.kernel_value``'s formula
-    (``dual_block_kernel``; kind 0 linear, 1 poly, 2 the Gaussian, whose exp is numpy's
-    vectorised exp).  The compiled kernel duals' blocks (Perceptron, ROMMA)."""
-    Kt = np.matmul(A, B[lo:hi].T)
+    (``dual_block_kernel``; ``kind`` a ``kernels.COMPILED_*`` code, the Gaussian's exp
+    numpy's vectorised exp).  The compiled kernel duals' blocks (Perceptron, ROMMA)."""
+    Kt: np.ndarray = np.matmul(A, B[lo:hi].T)
     kernels().dual_block_kernel(sq_b, lo, hi, sq_a, A.shape[0], kind, degree, gamma, coef0,
                                 Kt)
-    if kind == 2:
+    if kind == COMPILED_GAUSSIAN:
         np.exp(Kt, out=Kt)
     return Kt
 

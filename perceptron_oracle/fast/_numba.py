@@ -30,31 +30,41 @@ process, and nothing fails.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast, overload
 
 import numba
 import numpy as np
 
 from ._flags import BLOCKED, DONE, FULL_BASE, MISTAKE, TINY_SQUARES, UPDATE
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def jit(fn: Any = None, *, reassoc: bool = False, inline: bool = False) -> Any:
+
+@overload
+def jit(fn: F, *, reassoc: bool = False, inline: bool = False) -> F: ...
+@overload
+def jit(fn: None = None, *, reassoc: bool = False, inline: bool = False
+        ) -> Callable[[F], F]: ...
+def jit(fn: F | None = None, *, reassoc: bool = False, inline: bool = False
+        ) -> F | Callable[[F], F]:
     """``numba.njit`` with this module's options (module docstring).  ``reassoc``: reductions
     compiled with reassociation allowed (LLVM vectorises them; the result is another rounding
     of the same sum); only ``reassoc``, so NaN and infinity keep their IEEE meaning and a
     loop's finiteness test stays valid.  ``inline``: inlined into its callers (numba's IR
-    inlining)."""
+    inlining).  Typed as the function it compiles: a dispatcher is called as the function
+    is (numba's own types are not visible to mypy)."""
     options: dict[str, Any] = {"nogil": True, "error_model": "numpy"}
     if reassoc:
         options["fastmath"] = {"reassoc"}
     if inline:
         options["inline"] = "always"
 
-    def compile_(f: Any) -> Any:
+    def compile_(f: F) -> F:
         try:
-            return numba.njit(cache=True, **options)(f)
+            return cast(F, numba.njit(cache=True, **options)(f))
         except RuntimeError:  # no writable cache location: compile in each process
-            return numba.njit(**options)(f)
+            return cast(F, numba.njit(**options)(f))
 
     return compile_ if fn is None else compile_(fn)
 
@@ -247,7 +257,8 @@ def survivor_backlog(indptr: Any, sparse: bool, n: int) -> int:
     if not sparse:
         return 0
     rows = indptr.shape[0] - 1
-    return n * rows // (indptr[rows] + rows)
+    per_row: int = n * rows // (indptr[rows] + rows)
+    return per_row
 
 
 @jit
@@ -1089,7 +1100,7 @@ def add_support(j: int, S: int, x: Any, sq_j: float, slot: Any, rows: Any, sq_ro
 def dual_update(j: int, k: int, s_j: int, Y: Any, eta: float, etaC: float, alpha: Any,
                 b: Any, coef: Any) -> float:
     """Learner k's update on example j (support s_j) in the dual form; returns the label."""
-    label = Y[j, k]
+    label: float = Y[j, k]
     alpha[j, k] += 1
     b[k] += etaC * label
     coef[s_j, k] = eta * alpha[j, k] * label
@@ -1261,7 +1272,9 @@ def ho_mistake(t: int, k: int, count: int, x: Any, label: float, v: Any, out: An
 
 
 @jit
-def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos, dsymv, dsyr2):  # type: ignore[no-untyped-def]
+def ho_primal(X: Any, y: Any, t: int, t_end: int, limit: int, k: int, mode: int, c: float,
+              sparse: bool, A: Any, v: Any, w: Any, a: Any, out: Any, rhos: Any, dsymv: Any,
+              dsyr2: Any) -> tuple[int, int, int]:
     """Trials t .. t_end-1 of HO_2 primal (section 12.7.1), stopping after ``limit``
     mistakes.  Returns (next trial, mistakes recorded, 1 if a score was not finite)."""
     n = X.shape[1]
@@ -1295,7 +1308,9 @@ def ho_primal(X, y, t, t_end, limit, k, mode, c, sparse, A, v, w, a, out, rhos, 
 
 
 @jit
-def sop_primal(X, y, t, t_end, limit, Ainv, v, u, z, probe, Cp, out, dsymv, dsyr):  # type: ignore[no-untyped-def]
+def sop_primal(X: Any, y: Any, t: int, t_end: int, limit: int, Ainv: Any, v: Any, u: Any,
+               z: Any, probe: Any, Cp: Any, out: Any, dsymv: Any, dsyr: Any
+               ) -> tuple[int, int, int]:
     """Trials t .. t_end-1, stopping after ``limit`` mistakes: score x.u, and at a mistake
     the primal update (dsymv, dsyr, v, C p, dsymv).  Returns (next trial, mistakes, 1 if a
     score was not finite)."""
@@ -1613,7 +1628,8 @@ def pumma_residual(x0: float, x1: float, z: Any, theta: Any, p: float, zs: float
     mag0 = lift * sums[6] + (abs(zs) * abs(x0) + abs(vs) * abs(x1))
     mag1 = lift * sums[7] + (abs(vs) * abs(x0) + abs(ss) * abs(x1))
     scale = max(1.0, mag0 / 2.0, mag1 / target)
-    return (abs(g0) / 2.0 + abs(g1) / target) / scale
+    ratio: float = (abs(g0) / 2.0 + abs(g1) / target) / scale
+    return ratio
 
 
 @jit

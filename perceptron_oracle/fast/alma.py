@@ -28,7 +28,7 @@ import scipy.sparse as sp
 
 from ..data import validate
 from ..errors import ParamError
-from ..kernels import parse_kernel
+from ..kernels import Kernel, parse_kernel
 from ..pnorm_float import link_inverse, norm, row_norms
 from ..reference.alma import PARAMS
 from ..reference.common import check_epochs
@@ -74,7 +74,8 @@ class _Primal(_Alma):
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         s = np.asarray(self.X[start:stop] @ self.w, dtype=np.float64).ravel()
-        return s * self.inv[start:stop]
+        scores: np.ndarray = s * self.inv[start:stop]
+        return scores
 
     def update(self, j: int) -> None:
         step = self.eta() * float(self.y[j]) * self.inv[j]
@@ -150,7 +151,8 @@ class _Dual(_Alma):
         return {"alpha": alpha, "k": self.k}
 
 
-def _setup(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]) -> tuple:
+def _setup(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
+           ) -> tuple[Kernel, dict[str, Any], Any, np.ndarray, int]:
     kern = parse_kernel(kernel)
     params = PARAMS.resolve(given)
     X, y = validate(X, y, check_finite=True)

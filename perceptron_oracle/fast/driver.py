@@ -192,12 +192,12 @@ def _run_forced(model: BlockModel, y: np.ndarray, epochs: int,
                 j = stop - 1
                 at += 1
                 if hasattr(model, "threshold") and hasattr(model, "tight"):  # Guarded
-                    saved = model.threshold  # type: ignore[attr-defined]
-                    model.threshold = math.inf  # type: ignore[attr-defined]
+                    saved = model.threshold
+                    model.threshold = math.inf
                     try:
                         take = bool(model.updates_at(j, j + 1, margins[-1:])[0])
                     finally:
-                        model.threshold = saved  # type: ignore[attr-defined]
+                        model.threshold = saved
                 else:
                     take = True
                 if take:

@@ -164,7 +164,8 @@ class Packed:
     def matvec(self, x: np.ndarray) -> np.ndarray:
         if self.k == 0:
             return np.zeros(0)
-        return blas.dspmv(self.k, 1.0, self.data, x)
+        product: np.ndarray = blas.dspmv(self.k, 1.0, self.data, x)
+        return product
 
     def rank_one(self, alpha: float, x: np.ndarray) -> None:
         """M += alpha x x^T, in place."""
@@ -176,7 +177,8 @@ class Packed:
         rows, cols = np.triu_indices(self.k)
         order = np.lexsort((rows, cols))          # column by column, as packed
         out[rows[order], cols[order]] = self.used
-        return np.triu(out) + np.triu(out, 1).T
+        full: np.ndarray = np.triu(out) + np.triu(out, 1).T
+        return full
 
     def set_full(self, M: np.ndarray) -> None:
         rows, cols = np.triu_indices(self.k)
@@ -211,7 +213,8 @@ def _dense_row(X: Any, j: int) -> np.ndarray:
         lo, hi = X.indptr[j], X.indptr[j + 1]
         out[X.indices[lo:hi]] = X.data[lo:hi]
         return out
-    return X[j]
+    row: np.ndarray = X[j]
+    return row
 
 
 class _Model:
@@ -223,6 +226,14 @@ class _Model:
         self.k = 0                 # mistakes so far
         self.rhos: list[float] = []  # rho_k of every mistake, in order
         self.d_updates = 0         # mistakes that changed B (rho > 0): matrix work done
+
+    def scores(self, start: int, stop: int) -> np.ndarray:
+        """The scores of trials start .. stop-1 (each form's own)."""
+        raise NotImplementedError
+
+    def update(self, j: int) -> None:
+        """The update at a mistake on example j (each form's own)."""
+        raise NotImplementedError
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         return margins <= 0  # mistake-driven: a zero score is a mistake
@@ -316,7 +327,8 @@ class _Primal(_Model):
     def matrix(self) -> np.ndarray:
         """A_k as a full symmetric matrix (the run keeps its upper triangle only)."""
         upper = np.triu(self.A)
-        return upper + np.triu(self.A, 1).T
+        full: np.ndarray = upper + np.triu(self.A, 1).T
+        return full
 
 
 class _Dual(_Model):
@@ -376,12 +388,14 @@ class _Dual(_Model):
         if S == 0:
             return np.zeros(0)
         if self.dense_support:
-            return self.XS[:S] @ self.X[j]
+            dots: np.ndarray = self.XS[:S] @ self.X[j]
+            return dots
         if self.linear:  # CSR
             values = self.X[self.support] @ self.X[j].T
-            return values.toarray().ravel()
+            dots = values.toarray().ravel()
+            return dots
         cached = min(S, self.max_cached)
-        out = self.rows[:cached, j].copy()
+        out: np.ndarray = self.rows[:cached, j].copy()
         if S > cached:
             extra = self.kernel.matrix(self.X[self.support[cached:]], self.X[j:j + 1])[:, 0]
             out = np.concatenate([out, extra])
@@ -477,7 +491,7 @@ class _Dual(_Model):
 
     def g_vector(self) -> np.ndarray:
         """g_k = y_k + D_k h_k, computed from D and h (not from the recursion)."""
-        g = self.my[:self.k].copy()
+        g: np.ndarray = self.my[:self.k].copy()
         if self.kp:
             idx = self.plus[:self.kp]
             g[idx] += self.D.matvec(self.h[idx])
@@ -552,7 +566,8 @@ class _Implicit(_Model):
             # Dense X's finiteness check (run_model): a NaN or infinity in a row makes its
             # sum one; finite entries may overflow it, and then the form stays implicit.
             check_finite_rows(self.X)
-        return rho_max * longest ** (2.0 / self.p) <= 1.0
+        contracting: bool = rho_max * longest ** (2.0 / self.p) <= 1.0
+        return contracting
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         return self.block_scores(start, stop, self.w)
@@ -701,15 +716,19 @@ def _row_power_sums(X: np.ndarray, p: float) -> np.ndarray:
     """sum_i |x_i|^p of each row; p = 2 by ``einsum`` (no temporary), another integer p up
     to 8 by repeated products (``**`` with a float exponent took 20 ms on 5,000 x 200, a
     third of a p = 4 run; the products take 3)."""
+    sums: np.ndarray
     if p == 2.0:
-        return np.einsum("ij,ij->i", X, X)
+        sums = np.einsum("ij,ij->i", X, X)
+        return sums
     absx = np.abs(X)
     if p != int(p) or p > 8:
-        return (absx ** p).sum(axis=1)
+        sums = (absx ** p).sum(axis=1)
+        return sums
     out = absx * absx
     for _ in range(int(p) - 2):
         out *= absx
-    return out.sum(axis=1)
+    sums = out.sum(axis=1)
+    return sums
 
 
 def _contracting(rho: float, gx: np.ndarray, x: np.ndarray) -> bool:
@@ -770,6 +789,7 @@ def _final(model: _Model, form: str) -> dict[str, Any]:
                                  minlength=len(model.support))
             v = np.asarray(model.X[model.support].T @ labels, dtype=np.float64).ravel()
         return {"w": model.w.copy(), "v": v, "rho": np.array(model.rhos)}
+    assert isinstance(model, (_Primal, _Implicit))  # FORMS: the other two forms
     return {"w": model.w.copy(), "v": model.v.copy(), "rho": np.array(model.rhos)}
 
 

@@ -35,7 +35,6 @@ import scipy.sparse as sp
 
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel
-from ..rounding import power_or_inf
 from ._compiled import TINY_SQUARES
 
 #: a 2 x 2 system whose determinant is below this fraction of ||z||^2 ||v||^2 is singular
@@ -87,7 +86,8 @@ def _row_add(X: Any, e: int, step: float, w: np.ndarray) -> None:
 def _sqnorms(X: Any) -> np.ndarray:
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
+    sq: np.ndarray = np.einsum("ij,ij->i", X, X)
+    return sq
 
 
 def _gram_pair(X: Any, e: int, f: int) -> float:
@@ -130,13 +130,16 @@ class PrimalSpace:
         return float(ra @ ra) * c
 
     def block_scores(self, start: int, stop: int) -> np.ndarray:
-        return self.X[start:stop] @ self.w  # X is finite: validate() checked it
+        scores: np.ndarray = self.X[start:stop] @ self.w  # X finite: validate() checked it
+        return scores
 
     def slack(self, start: int, stop: int) -> np.ndarray | None:
         """a_j / C for the block's examples (y_j times the slack xi_j), or None."""
         return None if self.a is None else self.a[start:stop] * self.inv_c
 
     def coefficients(self) -> np.ndarray:
+        """The soft margin's a (asked only with C given)."""
+        assert self.a is not None
         return self.a
 
     def ensure(self, e: int) -> None:
@@ -260,7 +263,7 @@ class DualSpace:
         self.slot = np.full(T, -1, dtype=np.int64)
         self.coef = np.zeros(16)
         self.XS = None if self.sparse else np.zeros((16, X.shape[1]))
-        self.sq = _sqnorms(X) if kernel.name == "rbf" else None
+        self.sq = _sqnorms(X) if kernel.needs_sqnorms else None
         self.vv = 0.0                             # ||v~||^2
         self.vx: dict[int, float] = {}            # w~.x~_e known for the current state
         self.grams: dict[tuple[int, int], float] = {}
@@ -283,16 +286,10 @@ class DualSpace:
         return self.X[self.sup[lo:hi]]
 
     def _finish(self, dots: np.ndarray, sq_a: Any, sq_b: Any) -> np.ndarray:
-        """The kernel from inner products (the Gaussian's from the squared norms sq_a,
-        sq_b of the two sides, broadcast against ``dots``)."""
-        kern = self.kernel
-        if kern.name == "linear":
-            return dots
-        if kern.name == "poly":
-            return (float(kern.gamma) * dots + float(kern.coef0)) ** kern.degree
-        d2 = sq_a + sq_b - 2.0 * dots
-        np.maximum(d2, 0.0, out=d2)  # cancellation can leave tiny negatives
-        return np.exp(-float(kern.gamma) * d2)
+        """The kernel from inner products (``Kernel.from_dots``: with the squared norms sq_a,
+        sq_b of the two sides, broadcast against ``dots``, where it reads them)."""
+        out: np.ndarray = self.kernel.from_dots(dots, sq_a, sq_b)
+        return out
 
     def _block(self, A: Any, B: Any, sq_a: Any, sq_b: Any) -> np.ndarray:
         """k(A_i, B_j) for row sets A and B with squared norms sq_a, sq_b (1-D or None)."""
@@ -414,7 +411,8 @@ class DualSpace:
 
     def _cached_row(self, s: int) -> np.ndarray:
         chunk, at = self._chunk_of(s)
-        return chunk[at]
+        row: np.ndarray = chunk[at]
+        return row
 
     def _cache_row(self, e: int) -> None:
         """Cache k(x_e, X) for the newest support example e (while the cache has room)."""
@@ -519,13 +517,10 @@ class DualSpace:
         out = self.grams.get(key)
         if out is None:
             d = _gram_pair(self.X, e, f)
-            kern = self.kernel
-            if kern.name == "poly":  # beyond float64: an infinity, named by the run's checks
-                d = power_or_inf(float(kern.gamma) * d + float(kern.coef0), kern.degree)
-            elif kern.name == "rbf":
-                assert self.sq is not None
-                d2 = float(self.sq[e]) + float(self.sq[f]) - 2.0 * d
-                d = math.exp(-float(kern.gamma) * max(d2, 0.0))
+            if not self.kernel.is_linear:  # k(x, z) = x.z as it is; else the kernel's value
+                sq_e, sq_f = ((float(self.sq[e]), float(self.sq[f])) if self.sq is not None
+                              else (0.0, 0.0))
+                d = self.kernel.value(d, sq_e, sq_f)
             out = d + (self.inv_c if e == f else 0.0)
             self.grams[key] = out
         return out
@@ -618,6 +613,14 @@ class Guarded:
     candidate's solution is kept for :meth:`update`."""
 
     threshold: float
+
+    def solve(self, j: int, margin: float) -> Any:
+        """The update's solution at example j (its margin given), or None (infeasible)."""
+        raise NotImplementedError
+
+    def apply(self, j: int, solution: Any) -> None:
+        """Make the update at example j with ``solve``'s solution."""
+        raise NotImplementedError
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         wants = self.wants(start, stop, margins)

@@ -131,6 +131,8 @@ class PerceptronOvR:
     convention of ``fast.perceptron``).
     """
 
+    _sq_rows: np.ndarray  # the supports' squared norms, for the compiled dual (_compiled_store)
+
     def __init__(self, n_features: int, n_classes: int, *, form: str = "primal",
                  kernel: Any = "linear", engine: str = "auto", **params: Any):
         _compiled.choose(engine)  # a bad engine, or "numba" without numba, fails here
@@ -138,6 +140,7 @@ class PerceptronOvR:
         if form not in ("primal", "dual"):
             raise ParamError(f"perceptron has no fast form {form!r} (forms: primal, dual)")
         self.kernel: Kernel = parse_kernel(kernel)
+        _compiled.choose(engine, kernel=self.kernel)  # "numba" for a kernel the loops lack
         if form == "primal" and not self.kernel.is_linear:
             raise ParamError(f"the primal form takes the linear kernel only, not "
                              f"{self.kernel.spec}")
@@ -177,7 +180,8 @@ class PerceptronOvR:
                             f"({T}, {self.K}), got {X.shape} and {Y.shape}")
         self._hyp = None
         chosen = _compiled.choose(self.engine,
-                                  compiled_serves=self.form == "primal" or not sp.issparse(X))
+                                  compiled_serves=self.form == "primal" or not sp.issparse(X),
+                                  kernel=self.kernel)
         if self.form == "dual" or (sp.issparse(X) and chosen != "numba"):
             # the primal form's scores find a NaN or infinity in dense X, and the compiled
             # loops' in CSR X (every stored entry of a row is in its score); a support's
@@ -363,7 +367,7 @@ class PerceptronOvR:
             return self._binary_dual(X, Y, epochs, rule, alpha, slot, n_support, flags, state)
         kernel = _compiled.kernel_code(self.kernel)
         rule = (self.eta, self.C, self.tau, lam_terms, use_lam, bound)
-        sq = _compiled.kernel_norms(X, kernel[0])
+        sq = _compiled.kernel_norms(X, self.kernel)
 
         def store() -> tuple[np.ndarray, ...]:  # the loops' state; the store moves as it grows
             return (self.rows, self._sq_rows, self.coef, self.b, alpha, slot, n_support,
@@ -500,8 +504,7 @@ class PerceptronOvR:
         self._reserve(self.rows.shape[0])
         S = self.n_support
         self._sq_rows = np.zeros(self.rows.shape[0])
-        self._sq_rows[:S] = _compiled.kernel_norms(self.rows[:S],
-                                                   _compiled.kernel_code(self.kernel)[0])
+        self._sq_rows[:S] = _compiled.kernel_norms(self.rows[:S], self.kernel)
 
     def _scores(self, start: int, stop: int) -> np.ndarray:
         """Scores of examples start .. stop-1 for all learners: one product."""
@@ -529,7 +532,8 @@ class PerceptronOvR:
 
     def _row(self, j: int) -> np.ndarray:
         """Example j of this call as a dense row."""
-        return self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
+        row: np.ndarray = self.X[j].toarray()[0] if sp.issparse(self.X) else self.X[j]
+        return row
 
     def _learner_block(self, k: int, pos: int, stop: int, shared: np.ndarray,
                        base: int) -> np.ndarray:
@@ -596,16 +600,18 @@ class PerceptronOvR:
         return s
 
     def _kernel_row(self, j: int) -> np.ndarray:
-        """k(x_j, X), as ``Kernel.matrix`` computes it, with the Gaussian kernel's squared
-        row norms of X computed once per call instead of once per row."""
-        if self.kernel.name != "rbf" or sp.issparse(self.X):
-            return self.kernel.matrix(self.X[j:j + 1], self.X)[0]
+        """k(x_j, X), as ``Kernel.matrix`` computes it, with the squared row norms of X (for
+        a kernel that reads them: ``Kernel.needs_sqnorms``, the Gaussian) computed once per
+        call instead of once per row."""
+        if not self.kernel.needs_sqnorms or sp.issparse(self.X):
+            row: np.ndarray = self.kernel.matrix(self.X[j:j + 1], self.X)[0]
+            return row
         if self._sq is None:
             self._sq = np.einsum("ij,ij->i", self.X, self.X)
         x = self.X[j:j + 1]
-        sq = self._sq[j:j + 1, None] + self._sq[None, :] - 2.0 * np.asarray(x @ self.X.T)
-        np.maximum(sq, 0.0, out=sq)
-        return np.exp(-float(self.kernel.gamma) * sq)[0]
+        row = self.kernel.from_dots(np.asarray(x @ self.X.T), self._sq[j:j + 1, None],
+                                    self._sq[None, :])[0]
+        return row
 
     # -- the hypotheses (Figure 2) ------------------------------------------------------------
     def votes(self, k: int) -> np.ndarray:
@@ -658,7 +664,8 @@ class PerceptronOvR:
                 W = self.W.T
             else:
                 W = self.support_rows().T @ coef if S else np.zeros((self.n, self.K))
-            return np.asarray(X @ W, dtype=np.float64) + bias
+            scores: np.ndarray = np.asarray(X @ W, dtype=np.float64) + bias
+            return scores
         out = np.tile(bias, (m, 1))
         if S:
             block = _test_rows(2 * S)

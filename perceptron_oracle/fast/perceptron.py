@@ -175,14 +175,16 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     p = PARAMS.resolve(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
-    chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X))
+    chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X),
+                              kernel=kern)
     # Where the run's own scores see every entry of X (a NaN or infinity makes a score
     # non-finite), they are X's finiteness check: one pass saved.  The primal's scores see
     # whole rows (the numpy path's CSR blocks not every stored entry first); the compiled
     # dual's kernel values see every row once a support exists (``_run_compiled`` checks
-    # the rows scored before), but under the Gaussian kernel an infinity can give k = 0.
+    # the rows scored before), where the kernel carries a NaN or infinity into every value
+    # (``Kernel.propagates_nonfinite``: not the Gaussian, whose infinity can give k = 0).
     run_checks = ((chosen == "numba" or not sp.issparse(X)) if form == "primal"
-                  else chosen == "numba" and kern.name != "rbf")
+                  else chosen == "numba" and kern.propagates_nonfinite)
     X, y = validate(X, y, check_finite=not run_checks)
     epochs = check_epochs(epochs)
     model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
@@ -221,7 +223,7 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
         checked = model.X  # a NaN or infinity in X: the primal's finiteness check is the loop's
     else:
         bad = _compiled_dual(model, epochs, flags, scores, state, record_scores)
-        checked = None if model.kernel.name == "rbf" else model.X  # as for the primal (_run)
+        checked = model.X if model.kernel.propagates_nonfinite else None  # as in _run
     _compiled.raise_if_bad(bad, T, state[1], checked)
     model.b = float(state[0])
     mistakes, updates, blocked = _compiled.split_flags(flags)
@@ -288,7 +290,7 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
     T = X.shape[0]
     loops = _compiled.kernels()
     kernel = _compiled.kernel_code(kern)
-    sq = _compiled.kernel_norms(X, kernel[0])
+    sq = _compiled.kernel_norms(X, kern)
     base = np.zeros(_Dual.MAX_BLOCK)
     entered, seen = 0, 0  # supports that entered and trials walked, for the block length
     with np.errstate(all="ignore"):

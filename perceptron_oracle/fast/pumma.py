@@ -81,20 +81,18 @@ class PNormSpace(PrimalSpace):
         self.kernels: Any = _compiled_pumma.loops() if compiled else None
 
     def row(self, e: int) -> np.ndarray:
-        if sp.issparse(self.X):
-            return self.X[e].toarray()[0]
-        return self.X[e]
+        row: np.ndarray = self.X[e].toarray()[0] if sp.issparse(self.X) else self.X[e]
+        return row
 
     def pair_solve(self, pos: int, neg: int) -> tuple[float, float, np.ndarray] | None:
         """(alpha, beta, phi) solving problem (3) / (24) for the pair, or None if it is
         infeasible (z = 0 without soft margin; (z, E) a nonpositive multiple of (theta,
         C xi') in case (ii): reference.pumma's 2-norm Gram test)."""
         z = self.row(pos) - self.row(neg)
-        inv_c = self.inv_c
-        soft = self.a is not None
-        zs = 2.0 * inv_c if soft else 0.0                                  # ||E||^2 / C
-        vs = (self.a[pos] - self.a[neg]) * inv_c if soft else 0.0         # xi'_pos + xi'_neg
-        ss = self.slack_norm2(self.a) if soft else 0.0                    # C ||xi'||^2
+        inv_c, a = self.inv_c, self.a                                      # a: soft margin
+        zs = 2.0 * inv_c if a is not None else 0.0                         # ||E||^2 / C
+        vs = (a[pos] - a[neg]) * inv_c if a is not None else 0.0           # xi'_pos + xi'_neg
+        ss = self.slack_norm2(a) if a is not None else 0.0                 # C ||xi'||^2
         target = self.tt + ss                                              # ||v~||^2
         Fz = self.link_inverse(z)
         nz = float(Fz @ z)                                                 # ||z||_p^2
@@ -122,20 +120,20 @@ class PNormSpace(PrimalSpace):
         update called infeasible) the test runs on (theta, a) times k, the power of two that
         brings their largest entry into [1/2, 1): exact, and the test is homogeneous in
         them."""
-        soft = self.a is not None
-        theta, a = self.theta, self.a
-        tt2 = float(theta @ theta) + (float(a @ a) if soft else 0.0)
+        theta, a = self.theta, self.a  # a: the soft margin's (None without one)
+        tt2 = float(theta @ theta) + (float(a @ a) if a is not None else 0.0)
         if tt2 < TINY_SQUARES:
-            m = max(float(np.max(np.abs(theta))), float(np.max(np.abs(a))) if soft else 0.0)
+            m = max(float(np.max(np.abs(theta))),
+                    float(np.max(np.abs(a))) if a is not None else 0.0)
             k = math.ldexp(1.0, -math.frexp(m)[1])
-            theta, a = theta * k, (a * k if soft else a)
-            tt2 = float(theta @ theta) + (float(a @ a) if soft else 0.0)
-        zz2 = float(z @ z) + (2.0 if soft else 0.0)
-        zt = float(z @ theta) + (a[pos] - a[neg] if soft else 0.0)
+            theta, a = theta * k, (a * k if a is not None else a)
+            tt2 = float(theta @ theta) + (float(a @ a) if a is not None else 0.0)
+        zz2 = float(z @ z) + (2.0 if a is not None else 0.0)
+        zt = float(z @ theta) + (a[pos] - a[neg] if a is not None else 0.0)
         s = zt / zz2
         d = theta - s * z
         res = float(d @ d)
-        if soft:
+        if a is not None:
             extra = a.copy()
             extra[pos] -= s
             extra[neg] += s
@@ -455,7 +453,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     linear-kernel run is the primal's: w = sum_e a_e x_e, the trace's ``final`` in both
     forms; SPEC.md 14.7), else by the block-ahead driver."""
     kern, params = _resolve(form, kernel, given)
-    if _compiled.choose(engine, compiled_serves=kern.is_linear) == "numba":
+    if _compiled.choose(engine, compiled_serves=kern.is_linear, kernel=kern) == "numba":
         if float(params["p"]) == 2.0:
             return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
         return _pnorm_compiled(form, X, y, epochs, kernel, given, record_scores)
@@ -544,6 +542,7 @@ def _pnorm_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     space = PNormSpace(run.X, run.T, float(run.params["C"]) if run.soft else None, p, True)
     run.w = space.w
     if run.soft:
+        assert space.a is not None  # C given: the space keeps a
         run.a = space.a
     scratch = [np.zeros(run.w.shape[0]) for _ in range(3)]  # z, f^{-1}(z), phi
     consts = np.array([RESIDUAL_SINGULAR, CASE_TIE, NEWTON_TOLERANCE, NEWTON_MAX_STEPS,

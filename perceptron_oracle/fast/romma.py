@@ -52,7 +52,8 @@ class _Romma(Guarded):
         return (self.last,)
 
     def scores(self, start: int, stop: int) -> np.ndarray:
-        return self.space.block_scores(start, stop)
+        scores: np.ndarray = self.space.block_scores(start, stop)
+        return scores
 
     def solve(self, j: int, margin: float) -> Any:
         """(lambda, eta) or None (infeasible: z = 0, or z a nonpositive multiple of v)."""
@@ -66,7 +67,8 @@ class _Romma(Guarded):
         self.last = j
 
     def final(self) -> dict[str, Any]:
-        return self.space.final()
+        final: dict[str, Any] = self.space.final()
+        return final
 
 
 def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
@@ -90,8 +92,8 @@ def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
     is w in both forms; SPEC.md 14.7), with another kernel on dense X the compiled dual's
     blocks (``_dual_compiled``); CSR X with another kernel takes the windows."""
     kern = parse_kernel(kernel)
-    if _compiled.choose(engine, compiled_serves=kern.is_linear or not sp.issparse(X)) \
-            == "numba":
+    if _compiled.choose(engine, compiled_serves=kern.is_linear or not sp.issparse(X),
+                        kernel=kern) == "numba":
         if form == "dual" and not kern.is_linear:
             return _dual_compiled(X, y, epochs, kern, given, record_scores)
         return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)

@@ -46,9 +46,9 @@ from ..reference.common import check_epochs
 from ..reference.second_order import resolve_params
 from ..reference.second_order_engines import PINV_RANK_TOL, a_k
 from ..trace import Trace
+from .blas_threads import OneBlasThread
 from .driver import UPDATE_FAILURES, finite_final, run_blocks, update_failed
 from .higher_order import (
-    OneBlasThread,
     Packed,
     blas_pointers,
     check_engine,
@@ -67,7 +67,8 @@ WINDOW = 256
 
 
 def _dense_row(X: Any, j: int) -> np.ndarray:
-    return X[j].toarray().ravel() if sp.issparse(X) else X[j]
+    row: np.ndarray = X[j].toarray().ravel() if sp.issparse(X) else X[j]
+    return row
 
 
 class _Primal:
@@ -114,7 +115,8 @@ class _Primal:
         Z = np.asarray(Xb @ self.full_inverse())
         Xd = Xb.toarray() if sp.issparse(Xb) else Xb
         q = np.einsum("ij,ij->i", Z, Xd)
-        return s / (1.0 + q)
+        scores: np.ndarray = s / (1.0 + q)
+        return scores
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         return margins <= 0
@@ -151,7 +153,8 @@ class _Primal:
             Xm = self.X[self.support]
             Xm = Xm.toarray() if sp.issparse(Xm) else Xm
             C = Xm.T @ Xm
-        return C + self.a * np.eye(self.X.shape[1])
+        full: np.ndarray = C + self.a * np.eye(self.X.shape[1])
+        return full
 
     def _drift(self) -> float:
         """max |A^{-1} (A p) - p| / max |p|: how far the kept inverse has drifted (A p =
@@ -244,7 +247,8 @@ class _Rows:
             self.data = bigger
         self.data[self.k] = self.kernel.matrix(self.X[j:j + 1], self.X)[0]
         self.k += 1
-        return self.data[self.k - 1]
+        row: np.ndarray = self.data[self.k - 1]
+        return row
 
     def block(self, start: int, stop: int) -> np.ndarray:
         return self.data[:self.k, start:stop]
@@ -339,7 +343,8 @@ class _Dual:
         return self.buf[2, :self.H.k]
 
     def _probe(self, k: int) -> np.ndarray:
-        return np.cos(np.arange(k) + 1.0)
+        probe: np.ndarray = np.cos(np.arange(k) + 1.0)
+        return probe
 
     def _kernel_block(self, start: int, stop: int) -> np.ndarray:
         k = self.H.k
@@ -351,13 +356,14 @@ class _Dual:
 
     def scores(self, start: int, stop: int) -> np.ndarray:
         Kb = self._kernel_block(start, stop)
-        s = self.coef @ Kb
+        s: np.ndarray = self.coef @ Kb
         if not self.record:
             return s
         if self._full is None:
             self._full = self.H.full()
         bhb = np.einsum("ij,ij->j", Kb, self._full @ Kb)
-        return self.a * s / (self.a + self.kdiag[start:stop] - bhb)
+        scores: np.ndarray = self.a * s / (self.a + self.kdiag[start:stop] - bhb)
+        return scores
 
     def updates_at(self, start: int, stop: int, margins: np.ndarray) -> np.ndarray:
         return margins <= 0
@@ -365,7 +371,8 @@ class _Dual:
     def _column(self, j: int) -> np.ndarray:
         """b = k(x_s, x_j) over the support (from the window when it holds trial j)."""
         if self.window.covers(j, j + 1):
-            return self.window.block(self.H.k, j, j + 1)[:, 0].copy()
+            column: np.ndarray = self.window.block(self.H.k, j, j + 1)[:, 0].copy()
+            return column
         if not self.support:
             return np.zeros(0)
         return np.asarray(self.kernel.matrix(self.X[self.support], self.X[j:j + 1]))[:, 0]
@@ -504,7 +511,8 @@ class _Pinv:
         self.gamma = self.gamma + self.y[j] * al
 
     def final(self, support: np.ndarray, kern: Kernel) -> dict[str, Any]:
-        coef = (self.GBinv.view @ (self.Bminv.view @ self.gamma)) if self.basis else []
+        coef: np.ndarray | list[float] = ((self.GBinv.view @ (self.Bminv.view @ self.gamma))
+                                          if self.basis else [])
         at = dict(zip(self.basis, np.asarray(coef).tolist()))
         alpha, seen = [], set()
         for j in self.support:

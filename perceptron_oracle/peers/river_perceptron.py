@@ -25,8 +25,8 @@ import numpy as np
 from ._common import Adapter, Steps, missing
 
 try:
-    import river
     from river import linear_model, optim
+    from river.__version__ import __version__ as river_version
 except ImportError:
     raise missing("river") from None
 
@@ -55,7 +55,7 @@ def start(X: np.ndarray, y: np.ndarray, eta: float, b0: float, fit_intercept: bo
         state=lambda: (weights(), clf.intercept))
 
 
-ADAPTER = Adapter("river", river.__version__, start=start, tie_rule=(
+ADAPTER = Adapter("river", river_version, start=start, tie_rule=(
     "predict_one takes max({False: 1 - p, True: p}) with p = sigmoid(score), which keeps "
     "False (-1) at p = 0.5"))
 run = ADAPTER.run

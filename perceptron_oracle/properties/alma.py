@@ -25,7 +25,8 @@ from typing import Any
 from ..numbers import number_context, to_fraction
 from ..reference import alma as alma_ref
 from ..reference.common import exact_data
-from .romma_pumma import InvariantViolation, optimum_2norm
+from ._base import InvariantViolation as InvariantViolation  # every family module exports it
+from .romma_pumma import optimum_2norm
 
 Implementation = Callable[..., Any]
 
@@ -35,7 +36,7 @@ def _require(condition: bool, message: str) -> None:
         raise InvariantViolation(message)
 
 
-def corrections_bound(p: Any, alpha: Any, gamma: float) -> float:
+def corrections_bound(p: object, alpha: object, gamma: float) -> float:
     """2 (p - 1) / gamma^2 (2/alpha - 1)^2 + 8/alpha - 4 (B = 1/alpha, C = sqrt(2))."""
     p, alpha = float(to_fraction(p)), float(to_fraction(alpha))
     return 2 * (p - 1) / gamma ** 2 * (2 / alpha - 1) ** 2 + 8 / alpha - 4

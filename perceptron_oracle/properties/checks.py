@@ -10,11 +10,13 @@ the paper, or :class:`NotApplicable` with the reason: the implementation raised
 ``NotImplementedError`` for the call, or the trace lacks a final-state key the check needs
 (never a ``KeyError``).
 
-- :func:`yield_checks` ``(algorithm)`` -> the :class:`Check` objects of that algorithm
-  (name, function, strategy, the final-state keys it needs, its max_examples);
+- ``perceptron_checks()``, ..., ``alma_checks()``: each family's :class:`Check` objects
+  (name, function, strategy, the final-state keys it needs, its max_examples), which the
+  family's declaration names (``Family.invariant_checks`` gives them cited and with the
+  family's parameter defaults);
 - :func:`run_check` runs one check on hypothesis draws and returns a :class:`CheckResult`
-  (pass, fail, or not applicable with the reason);
-- :func:`check_implementation` runs every check of the given algorithms.
+  (pass, fail, or not applicable with the reason); ``verify.check_implementation`` runs
+  every check of the given families.
 
 The pytest plugin (``pytest --oracle-impl MODULE:CALLABLE``) makes one test item of each
 check.  Every check relies only on the trace (mistakes, updates, and the final-state keys
@@ -24,23 +26,41 @@ listed in ``needs``), never on the project's own internals.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from hypothesis import assume
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from ..errors import TraceFormatError
-from ..registry import get
+from ..numbers import to_fraction
+from ..params import ParamSchema
+from ..reference import higher_order as higher_order_ref
 from ..trace import Trace
+from . import higher_order as higher_order_invariants
+from . import perceptron as perceptron_invariants
+from . import second_order as second_order_invariants
 from ._base import InvariantViolation
-from .strategies import PARAMS, Sequence, label_noise, separable, sphere
+from .alma import check_corrections_bound
+from .perceptron import textbook_perceptron
+from .romma_pumma import optimum_2norm, theorem3_bound
+from .strategies import (
+    Sequence,
+    higher_order_params,
+    label_noise,
+    perceptron_params,
+    pnorm_params,
+    separable,
+    sphere,
+)
 
 __all__ = ["InvariantViolation", "NotApplicable", "Data", "Check", "CheckResult", "PAPERS",
-           "ALGORITHMS", "call", "yield_checks", "run_check", "check_implementation"]
+           "call", "cited", "run_check", "hypothesis_test", "perceptron_checks",
+           "higher_order_checks", "pnorm_perceptron_checks", "second_order_checks",
+           "romma_checks", "pumma_checks", "alma_checks"]
 
 PAPERS = {
     "khardon_wachman": 'R. Khardon and G. Wachman, "Noise Tolerant Variants of the '
@@ -101,7 +121,9 @@ class Data:
 class Check:
     """One check: ``function(impl, algorithm, data)``, its hypothesis ``strategy`` (drawing
     :class:`Data`), the final-state keys it ``needs``, and ``max_examples`` (modest: an
-    outside implementation may be slow)."""
+    outside implementation may be slow).  ``schema``: the family's parameters, whose
+    defaults the implementation is called with (set by the family's declaration,
+    ``Family.invariant_checks``)."""
 
     name: str
     algorithm: str
@@ -111,13 +133,26 @@ class Check:
     theorem: str
     paper: str
     max_examples: int = 15
+    schema: ParamSchema | None = None
 
     @property
     def id(self) -> str:
         return f"{self.algorithm}:{self.name}"
 
     def __call__(self, impl: Any, data: Data) -> None:
-        self.function(impl, self.algorithm, data)
+        self.function(_with_defaults(impl, self.schema), self.algorithm, data)
+
+
+def _with_defaults(impl: Any, schema: ParamSchema | None) -> Any:
+    """``impl`` called with the parameters' defaults filled in from ``schema``."""
+    if schema is None:
+        return impl
+
+    def filled(algorithm: str, X: Any, y: Any, *, epochs: int, kernel: str,
+               params: dict[str, Any]) -> Any:
+        return impl(algorithm, X, y, epochs=epochs, kernel=kernel,
+                    params=dict(schema.resolve(params)))
+    return filled
 
 
 @dataclass
@@ -136,12 +171,12 @@ class CheckResult:
 
 def call(impl: Any, algorithm: str, X: Any, y: Any, *, epochs: int = 1,
          kernel: str = "linear", params: dict[str, Any] | None = None) -> Any:
-    """``impl`` in verify's protocol, params resolved with their defaults; the trace as a
+    """``impl`` in verify's protocol (a :class:`Check` hands its function an ``impl`` that
+    fills in the parameters' defaults); the trace as a
     :class:`~perceptron_oracle.trace.Trace`.  NotImplementedError propagates (not
     applicable); a result that is not a trace is an InvariantViolation."""
-    full = get(algorithm).params.resolve(dict(params or {}))
     out = impl(algorithm, np.array(X, dtype=np.float64), np.array(y, dtype=np.int64),
-               epochs=epochs, kernel=kernel, params=dict(full))
+               epochs=epochs, kernel=kernel, params=dict(params or {}))
     if isinstance(out, Trace):
         return out
     try:
@@ -169,7 +204,6 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _fr(v: Any) -> Fraction:
-    from ..numbers import to_fraction
     return v if isinstance(v, Fraction) else to_fraction(v)
 
 
@@ -224,76 +258,66 @@ def _noisy_with_u(draw: Any) -> Sequence:
 # -- perceptron --------------------------------------------------------------------------------
 
 def _perceptron_textbook(impl: Any, algorithm: str, data: Data) -> None:
-    from . import perceptron as inv
-    inv.check_classic(_protocol(impl, algorithm), data, epochs=data.epochs)
+    perceptron_invariants.check_classic(_protocol(impl, algorithm), data, epochs=data.epochs)
 
 
 def _perceptron_novikoff(impl: Any, algorithm: str, data: Data) -> None:
-    from . import perceptron as inv
-    inv.check_novikoff(_protocol(impl, algorithm), data, epochs=3, **data.params)
+    perceptron_invariants.check_novikoff(_protocol(impl, algorithm), data, epochs=3, **data.params)
 
 
 def _perceptron_bookkeeping(impl: Any, algorithm: str, data: Data) -> None:
-    from . import perceptron as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     _final(trace, "alpha", "votes", "averaged")
     if "total_votes" not in trace.final["averaged"]:
         raise NotApplicable("the trace reports no final.averaged.total_votes", True)
-    inv.check_bookkeeping(trace, data, data.params)
+    perceptron_invariants.check_bookkeeping(trace, data, data.params)
 
 
 def _perceptron_longest_survivor(impl: Any, algorithm: str, data: Data) -> None:
-    from . import perceptron as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     _final(trace, "votes", "longest_survivor")
     if "index" not in trace.final["longest_survivor"]:
         raise NotApplicable("the trace reports no final.longest_survivor.index", True)
-    inv.check_longest_survivor(trace)
+    perceptron_invariants.check_longest_survivor(trace)
 
 
 # -- higher_order ----------------------------------------------------------------------------
 
 def _ho_params(data: Data) -> dict[str, Any]:
-    from ..reference.higher_order import resolve_params
-    return resolve_params(data.params)
+    return higher_order_ref.resolve_params(data.params)
 
 
 def _higher_order_r_range(impl: Any, algorithm: str, data: Data) -> None:
-    from . import higher_order as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     rows, labels = _exact(data.X, data.y)
-    inv.check_trace_r_range(trace, rows, labels, _ho_params(data))
+    higher_order_invariants.check_trace_r_range(trace, rows, labels, _ho_params(data))
 
 
 def _higher_order_eq3(impl: Any, algorithm: str, data: Data) -> None:
-    from . import higher_order as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     rows, labels = _exact(data.X, data.y)
-    inv.check_trace_eq3(trace, rows, labels, _ho_params(data))
+    higher_order_invariants.check_trace_eq3(trace, rows, labels, _ho_params(data))
 
 
 def _higher_order_theorem1(impl: Any, algorithm: str, data: Data) -> None:
-    from . import higher_order as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     rows, labels = _exact(data.X, data.y)
     u = data.u
     if u is None:   # the sphere strategy keeps no u; the bound holds for every unit u
         u = np.linalg.lstsq(np.asarray(data.X, dtype=float),
                             np.asarray(data.y, dtype=float), rcond=None)[0]
-    inv.check_trace_theorem1(trace, rows, labels, _ho_params(data), u)
+    higher_order_invariants.check_trace_theorem1(trace, rows, labels, _ho_params(data), u)
 
 
 def _higher_order_first_order(impl: Any, algorithm: str, data: Data) -> None:
-    from . import higher_order as inv
-    inv.check_reduces_to_first_order(_protocol(impl, algorithm), data.X, data.y,
-                                     epochs=data.epochs, p=data.params["p"],
-                                     rho=data.params.get("rho", "c/k"))
+    higher_order_invariants.check_reduces_to_first_order(
+        _protocol(impl, algorithm), data.X, data.y, epochs=data.epochs, p=data.params["p"],
+        rho=data.params.get("rho", "c/k"))
 
 
 # -- pnorm_perceptron --------------------------------------------------------------------------
 
 def _pnorm_is_perceptron(impl: Any, algorithm: str, data: Data) -> None:
-    from .perceptron import textbook_perceptron
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params={"p": 2})
     mistakes, w = textbook_perceptron(data.X, data.y, data.epochs)
     _require(trace.mistakes == mistakes, f"p = 2: mistakes {trace.mistakes} differ from the "
@@ -329,15 +353,13 @@ _GAMMAS = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0]
 
 
 def _second_order_theorem31(impl: Any, algorithm: str, data: Data) -> None:
-    from . import second_order as inv
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
-    inv.check_theorem_31(trace, data.X, data.y, data.params["a"], np.asarray(data.u),
-                         _GAMMAS)
+    second_order_invariants.check_theorem_31(trace, data.X, data.y, data.params["a"],
+                                             np.asarray(data.u), _GAMMAS)
 
 
 def _second_order_large_a(impl: Any, algorithm: str, data: Data) -> None:
-    from . import second_order as inv
-    limit = inv.perceptron_limit_a(data.X, data.y, data.epochs)
+    limit = second_order_invariants.perceptron_limit_a(data.X, data.y, data.epochs)
     if limit is None:   # a tie no a breaks: nothing to compare
         return
     a, mistakes = limit
@@ -416,13 +438,11 @@ def _pnorm2(v: Any, r: float) -> float:
 
 
 def _optimum(data: Data, bias: bool) -> Any:
-    from .romma_pumma import optimum_2norm
     return optimum_2norm(data.X, data.y, bias=bias)
 
 
 def _theorem3_run(impl: Any, algorithm: str, data: Data) -> tuple[Any, Any, float, bool]:
     """(trace, the optimum, Theorem 3's bound, whether an epoch passed without an update)."""
-    from .romma_pumma import theorem3_bound
     bias = algorithm == "pumma"
     opt = _optimum(data, bias)
     if opt is None:
@@ -475,7 +495,7 @@ def _epochs(lo: int, hi: int) -> Any:
     return st.integers(lo, hi)
 
 
-def _perceptron_checks() -> list[Check]:
+def perceptron_checks() -> list[Check]:
     kw, nov = PAPERS["khardon_wachman"], PAPERS["novikoff"]
     eta = st.sampled_from([{}, {"eta": Fraction(1, 2)}, {"eta": Fraction(2)}])
     return [
@@ -487,11 +507,11 @@ def _perceptron_checks() -> list[Check]:
               _data(separable(min_margin=0.05), eta), (),
               "Novikoff's bound (R/gamma)^2 on the mistakes", nov, 20),
         Check("bookkeeping", "perceptron", _perceptron_bookkeeping,
-              _data(label_noise(), PARAMS["perceptron"](), _epochs(1, 2)),
+              _data(label_noise(), perceptron_params(), _epochs(1, 2)),
               ("alpha", "votes", "averaged"),
               "the bookkeeping of alpha, the alpha-bound and the votes (Figure 2)", kw, 20),
         Check("longest_survivor", "perceptron", _perceptron_longest_survivor,
-              _data(label_noise(), PARAMS["perceptron"](), _epochs(1, 2)),
+              _data(label_noise(), perceptron_params(), _epochs(1, 2)),
               ("votes", "longest_survivor"),
               "the longest survivor is the earliest hypothesis with the largest vote", kw,
               15),
@@ -501,14 +521,14 @@ def _perceptron_checks() -> list[Check]:
 @st.composite
 def _ho_theorem_params(draw: Any) -> dict[str, Any]:
     """p = 2, rho c/k or theorem1 (Theorem 1's rules), sparse now and then."""
-    params = draw(PARAMS["higher_order"](form="primal"))
+    params: dict[str, Any] = draw(higher_order_params(p2_only=True))
     if params.get("rho") == "constant":
         params["rho"] = "c/k"
     params["p"] = Fraction(2)
     return params
 
 
-def _higher_order_checks() -> list[Check]:
+def higher_order_checks() -> list[Check]:
     ho = PAPERS["higher_order"]
     unit = _data(sphere(), _ho_theorem_params(), _epochs(1, 2))
     first = st.fixed_dictionaries({"p": st.sampled_from([Fraction(2), Fraction(2),
@@ -528,19 +548,19 @@ def _higher_order_checks() -> list[Check]:
     ]
 
 
-def _pnorm_checks() -> list[Check]:
+def pnorm_perceptron_checks() -> list[Check]:
     pn = PAPERS["pnorm"]
     return [
         Check("p2_is_perceptron", "pnorm_perceptron", _pnorm_is_perceptron,
               _data(label_noise(), epochs=_epochs(1, 2)), (),
               "p = 2 is the Perceptron", pn, 15),
         Check("mistake_bound", "pnorm_perceptron", _pnorm_mistake_bound,
-              _data(separable(min_margin=0.05), PARAMS["pnorm_perceptron"](), _epochs(1, 3)),
+              _data(separable(min_margin=0.05), pnorm_params(), _epochs(1, 3)),
               (), "the p-norm Perceptron's mistake bound (p-1) R_p^2 / gamma_q^2", pn, 15),
     ]
 
 
-def _second_order_checks() -> list[Check]:
+def second_order_checks() -> list[Check]:
     sop = PAPERS["second_order"]
     a = st.fixed_dictionaries({"a": st.sampled_from([Fraction(1, 10), Fraction(1, 2),
                                                      Fraction(1), Fraction(2),
@@ -567,7 +587,7 @@ def _with(strategy: Any, params: Any, epochs: Any) -> Any:
     return st.builds(attach, strategy, params, epochs)
 
 
-def _romma_pumma_checks(algorithm: str) -> list[Check]:
+def _maximum_margin_checks(algorithm: str) -> list[Check]:
     bias = algorithm == "pumma"
     paper = PAPERS[algorithm]
     data = _small_separable(bias)
@@ -606,7 +626,6 @@ def _romma_pumma_checks(algorithm: str) -> list[Check]:
 
 
 def _alma_corrections(impl: Any, algorithm: str, data: Data) -> None:
-    from .alma import check_corrections_bound
 
     p = data.params.get("p", Fraction(2))
     q = float(p) / (float(p) - 1)
@@ -616,7 +635,7 @@ def _alma_corrections(impl: Any, algorithm: str, data: Data) -> None:
                             impl=_protocol(impl, algorithm), max_epochs=32)
 
 
-def _alma_checks() -> list[Check]:
+def alma_checks() -> list[Check]:
     params = st.fixed_dictionaries(
         {"alpha": st.sampled_from([Fraction(1, 2), Fraction(9, 10), Fraction(1)])},
         optional={"p": st.sampled_from([Fraction(2), Fraction(3)])})
@@ -629,31 +648,17 @@ def _alma_checks() -> list[Check]:
                   PAPERS["alma"], 10)]
 
 
-def _catalogue() -> dict[str, list[Check]]:
-    return {"perceptron": _perceptron_checks(), "higher_order": _higher_order_checks(),
-            "pnorm_perceptron": _pnorm_checks(), "second_order": _second_order_checks(),
-            "romma": _romma_pumma_checks("romma"), "pumma": _romma_pumma_checks("pumma"),
-            "alma": _alma_checks()}
+def romma_checks() -> list[Check]:
+    return _maximum_margin_checks("romma")
 
 
-#: The algorithms with checks for outside implementations.
-ALGORITHMS = ("perceptron", "higher_order", "pnorm_perceptron", "second_order", "romma",
-              "pumma", "alma")
-
-_CACHE: dict[str, list[Check]] = {}
+def pumma_checks() -> list[Check]:
+    return _maximum_margin_checks("pumma")
 
 
-def yield_checks(algorithm: str) -> Iterator[Check]:
-    """Every check of ``algorithm`` that applies to an outside implementation (none for an
-    algorithm without such checks).  Each check's function is wrapped so that
-    its InvariantViolation names the theorem and the paper."""
-    if not _CACHE:
-        for name, checks in _catalogue().items():
-            _CACHE[name] = [_cited(c) for c in checks]
-    yield from _CACHE.get(algorithm, [])
-
-
-def _cited(check: Check) -> Check:
+def cited(check: Check) -> Check:
+    """``check`` with its function wrapped so that its InvariantViolation names the theorem
+    and the paper."""
     inner = check.function
 
     def function(impl: Any, algorithm: str, data: Data) -> None:
@@ -665,8 +670,7 @@ def _cited(check: Check) -> Check:
 
     function.__name__ = f"check_{check.algorithm}_{check.name}"
     function.__doc__ = f"{check.theorem} ({check.paper})."
-    return Check(check.name, check.algorithm, function, check.strategy, check.needs,
-                 check.theorem, check.paper, check.max_examples)
+    return replace(check, function=function)
 
 
 # -- running checks --------------------------------------------------------------------------
@@ -691,8 +695,6 @@ def hypothesis_test(check: Check, impl: Any, max_examples: int | None = None,
     """A hypothesis test running ``check`` on ``impl``, and the tally it fills: how many
     draws applied, and why the others did not.  Draws are derandomized (the same every run)
     and nothing is written to a hypothesis database."""
-    from hypothesis import HealthCheck, Phase, given, settings
-
     tally = _Tally()
     phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
 
@@ -733,13 +735,3 @@ def run_check(check: Check, impl: Any, max_examples: int | None = None,
     if tally.stop is not None or not tally.applied:
         return CheckResult(check, "not_applicable", tally.reason(), 0)
     return CheckResult(check, "pass", f"{tally.applied} draws", tally.applied)
-
-
-def check_implementation(impl: Any, algorithms: Any = None, max_examples: int | None = None,
-                         shrink: bool = True) -> list[CheckResult]:
-    """Every check of every algorithm named (all of ``ALGORITHMS`` by default) on ``impl``."""
-    results = []
-    for algorithm in algorithms or ALGORITHMS:
-        for check in yield_checks(algorithm):
-            results.append(run_check(check, impl, max_examples, shrink))
-    return results

@@ -116,10 +116,11 @@ def _sums(run: Run) -> list[list[Fraction]]:
 def _c_prime(params: dict[str, Any]) -> Fraction | None:
     """Theorem 1's c for this rho rule: 1 - c for c/k (|v_{k-1}.x| <= k - 1 on unit data),
     c for theorem1; None where Theorem 1 does not apply (constant)."""
+    c: Fraction = params["c"]
     if params["rho"] == "c/k":
-        return 1 - params["c"]
+        return 1 - c
     if params["rho"] == "theorem1":
-        return params["c"]
+        return c
     return None
 
 
@@ -341,7 +342,8 @@ TRACE_SLACK = Fraction(1, 2**30)
 
 def _near_unit(rows: list[list[Fraction]]) -> bool:
     """Every instance of unit 2-norm up to float64 rounding (|  ||x||^2 - 1 | <= 2^-40)."""
-    return all(abs(sum(v * v for v in row) - 1) <= Fraction(1, 2**40) for row in rows)
+    return all(abs(sum((v * v for v in row), Fraction(0)) - 1) <= Fraction(1, 2**40)
+               for row in rows)
 
 
 @dataclass
@@ -429,6 +431,7 @@ def check_trace_eq3(trace: Trace, rows: list[list[Fraction]], labels: list[int],
             A = [[A[i][l] - m.rho * (Ax[i] * x[l] + x[i] * Ax[l])
                   + m.rho * m.rho * xAx * x[i] * x[l] for l in range(n)] for i in range(n)]
         if bounded:
+            assert cp is not None               # bounded
             norm2 = _dot(v, [_dot(row, v) for row in A])
             limit = (2 - cp) ** 2 * m.k
             _require(norm2 <= limit * (1 + TRACE_SLACK),

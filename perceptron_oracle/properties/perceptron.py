@@ -2,8 +2,8 @@
 
 Each check takes ``impl``, a callable with the protocol of ``perceptron_oracle.run``'s
 implementations (``impl(X, y, *, epochs, kernel, **params) -> Trace``), a
-:class:`~perceptron_oracle.properties.strategies.Sequence` and options, and raises
-:class:`InvariantViolation` naming what broke.
+:class:`~perceptron_oracle.properties.strategies.Sequence` (or any ``Labelled``: a check's
+``Data``) and options, and raises :class:`InvariantViolation` naming what broke.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 
 from ..reference.perceptron import predict
 from ..trace import Trace, plain_value
-from ._base import InvariantViolation
-from .strategies import Sequence
+from ._base import InvariantViolation as InvariantViolation  # every family module exports it
+from .strategies import Labelled
 
 Implementation = Callable[..., Trace]
 
@@ -42,7 +42,7 @@ def textbook_perceptron(X: Any, y: Any, epochs: int) -> tuple[list[int], list[Fr
     return mistakes, w
 
 
-def check_classic(impl: Implementation, seq: Sequence, epochs: int = 2) -> Trace:
+def check_classic(impl: Implementation, seq: Labelled, epochs: int = 2) -> Trace:
     """tau = lam = 0, no alpha-bound, no bias: the classic Perceptron, trial for trial, and
     updates == mistakes (a mistake-driven algorithm)."""
     trace = impl(seq.X, seq.y, epochs=epochs)
@@ -58,12 +58,13 @@ def check_classic(impl: Implementation, seq: Sequence, epochs: int = 2) -> Trace
     return trace
 
 
-def check_novikoff(impl: Implementation, seq: Sequence, epochs: int = 3,
+def check_novikoff(impl: Implementation, seq: Labelled, epochs: int = 3,
                    **params: Any) -> Trace:
     """On data separated through the origin with margin gamma by a unit u, the homogeneous
     Perceptron (b0 = C = 0, tau = 0, any eta) makes at most (R / gamma)^2 mistakes in all,
     R = max ||x|| (Novikoff 1962; Khardon & Wachman sec. 2.1; slides, Theorem 1)."""
-    _require(seq.u is not None and seq.margin is not None, "needs separable data")
+    if seq.u is None or seq.margin is None:
+        raise InvariantViolation("needs separable data")
     trace = impl(seq.X, seq.y, epochs=epochs, **params)
     # The margin was measured in float64: take it 1e-12 smaller, R 1e-12 larger.
     gamma = seq.margin - 1e-12
@@ -74,7 +75,7 @@ def check_novikoff(impl: Implementation, seq: Sequence, epochs: int = 3,
     return trace
 
 
-def check_bookkeeping(trace: Trace, seq: Sequence, params: dict[str, Any]) -> None:
+def check_bookkeeping(trace: Trace, seq: Labelled, params: dict[str, Any]) -> None:
     """What the options imply about mistakes, updates and the dual coefficients."""
     T = len(seq.y)
     alpha = plain_value(trace.final["alpha"])
@@ -117,7 +118,7 @@ def check_longest_survivor(trace: Trace) -> None:
                  "the last hypothesis outlived every earlier one but is not the longest")
 
 
-def check_voted_agrees_with_last(trace: Trace, seq: Sequence, X_test: np.ndarray) -> int:
+def check_voted_agrees_with_last(trace: Trace, seq: Labelled, X_test: np.ndarray) -> int:
     """Where the last hypothesis' vote exceeds the sum of all the others', the voted
     prediction equals the last one's (on every x the last hypothesis decides, score != 0).
     Returns how many test points the check covered (0 if the votes do not qualify)."""

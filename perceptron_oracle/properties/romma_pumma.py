@@ -43,7 +43,7 @@ from ..numbers import to_fraction
 from ..reference import pumma as pumma_ref
 from ..reference import romma as romma_ref
 from ..reference.common import exact_data
-from ._base import InvariantViolation
+from ._base import InvariantViolation as InvariantViolation  # every family module exports it
 
 
 def _require(condition: bool, message: str) -> None:
@@ -265,7 +265,8 @@ def check_romma_lemma6(X: Any, y: Any, *, epochs: int = 2, **params: Any) -> Any
     return trace
 
 
-def theorem3_bound(algorithm: str, p: Any, delta: Any, R2: Any, u_norm2: Any) -> Fraction:
+def theorem3_bound(algorithm: str, p: Fraction | float, delta: Fraction | float, R2: object,
+                   u_norm2: object) -> Fraction:
     """Theorem 3 (i) as tight as its proof gives (SPEC.md 14.6), delta > 0, R2 = max ||x||_p^2,
     u_norm2 = ||u||_q^2 for any (u, b) with y (u.x + b) >= 1:
 

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ..kernels import parse_kernel
 from ..reference.second_order import resolve_params
 from ..reference.second_order_engines import a_k, exact_inverse
 from ..trace import Trace
-from ._base import InvariantViolation
+from ._base import InvariantViolation as InvariantViolation  # every family module exports it
 
 Implementation = Callable[..., Trace]
 
@@ -105,7 +105,7 @@ def pseudo_inverse(M: list[list[Fraction]]) -> list[list[Fraction]]:
 
 def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dict[str, Any],
                    kernel: str = "linear") -> list[tuple[Fraction, Fraction | None]]:
-    """(primal score, dual score) of every trial, from the definition, given the mistakes.
+    """(dual score, primal score) of every trial, from the definition, given the mistakes.
 
     Primal (linear kernel only): x^T (a_k I + S S^T)^{-1} v, or x^T (S S^T)^+ v.  Dual (any
     rational kernel; Theorem 3.3): y~^T (a_k I + G_t)^{-1} S_t^T x with G_t the Gram matrix of
@@ -133,16 +133,17 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
         dual = sum(yi * sum(h * b for h, b in zip(row, kx)) for yi, row in zip(ytil, Gi))
         primal = None
         if kern.is_linear:
-            M = [[sum(rows[i][r] * rows[i][c] for i in S) for c in range(n)]
+            M = [[sum((rows[i][r] * rows[i][c] for i in S), Fraction(0)) for c in range(n)]
                  for r in range(n)]
             if p["pseudoinverse"]:
                 Mi = pseudo_inverse(M)
             else:
                 Mi = exact_inverse([[m + (a if r == c else 0) for c, m in enumerate(row)]
                                     for r, row in enumerate(M)], Fraction(1))
-            v = [sum(labels[i] * rows[i][c] for i in seen) for c in range(n)]
+            v = [sum((labels[i] * rows[i][c] for i in seen), Fraction(0)) for c in range(n)]
             x = rows[j]
-            primal = sum(x[r] * sum(Mi[r][c] * v[c] for c in range(n)) for r in range(n))
+            primal = sum((x[r] * sum(Mi[r][c] * v[c] for c in range(n)) for r in range(n)),
+                         Fraction(0))
         out.append((dual, primal))
         if t in made:
             seen.append(j)
@@ -152,7 +153,8 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
 def check_literal(trace: Trace, X: Any, y: Any, kernel: str = "linear") -> None:
     """Every recorded score is the definition's, Theorem 3.3 holds, and mistakes are exactly
     the trials with y score <= 0 (needs an exact trace with scores)."""
-    _require(trace.scores is not None, "the trace has no scores")
+    if trace.scores is None:
+        raise InvariantViolation("the trace has no scores")
     lit = literal_scores(X, y, trace.mistakes, trace.epochs, trace.params, kernel)
     labels = np.asarray(y).tolist()
     for t, ((dual, primal), got) in enumerate(zip(lit, trace.scores)):
@@ -179,7 +181,7 @@ def _eigs(xs: list[list[Fraction]], n: int) -> np.ndarray:
     for x in xs:
         xf = np.array([float(v) for v in x])
         M += np.outer(xf, xf)
-    return np.clip(np.linalg.eigvalsh(M), 0, None)
+    return cast(np.ndarray, np.clip(np.linalg.eigvalsh(M), 0, None))
 
 
 def check_proof_chain(trace: Trace, X: Any, y: Any, a: Any) -> None:
@@ -248,9 +250,9 @@ def perceptron_limit_a(X: Any, y: Any, epochs: int) -> tuple[Fraction, list[int]
     trC, worst, mistakes = Fraction(0), Fraction(0), []
     for t in range(epochs * T):
         x, label = rows[t % T], labels[t % T]
-        dot = sum(a * b for a, b in zip(x, v))
-        xx = sum(c * c for c in x)
-        vv = sum(c * c for c in v)
+        dot = sum((a * b for a, b in zip(x, v)), Fraction(0))
+        xx = sum((c * c for c in x), Fraction(0))
+        vv = sum((c * c for c in v), Fraction(0))
         if any(v) and any(x):
             if dot == 0:
                 return None
@@ -268,8 +270,8 @@ def _principal_det(M: list[list[Fraction]]) -> Fraction:
     r = len(rank_factor(M)[0])
     if r == 0:
         return Fraction(1)
-    return sum(_det([[M[i][j] for j in idx] for i in idx])
-               for idx in combinations(range(len(M)), r))
+    return sum((_det([[M[i][j] for j in idx] for i in idx])
+                for idx in combinations(range(len(M)), r)), Fraction(0))
 
 
 def check_lemma_d1(B: list[list[Fraction]], x: list[Fraction],

@@ -15,15 +15,16 @@ for separable data, the separating ``u`` and ``margin``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from hypothesis import strategies as st
 
-from ..registry import get
+from ..kernels import KERNELS, parse_kernel
+from ..reference.second_order import A_GROWTHS
+from ..reference.second_order_engines import a_k
 
 
 @dataclass
@@ -40,6 +41,16 @@ class Sequence:
                 + (f", margin={self.margin!r}" if self.margin is not None else "") + ")")
 
 
+class Labelled(Protocol):
+    """What the invariants read of a drawn sequence: :class:`Sequence`, or a check's
+    ``checks.Data``."""
+
+    X: np.ndarray
+    y: np.ndarray
+    u: np.ndarray | None
+    margin: float | None
+
+
 MAX_EXAMPLES = 30
 MAX_FEATURES = 5
 
@@ -50,10 +61,12 @@ _sizes = st.tuples(st.integers(1, MAX_EXAMPLES), st.integers(1, MAX_FEATURES))
 def _unit(draw: Any, n: int) -> np.ndarray:
     """A unit vector; a draw too close to 0 becomes e_1."""
     u = np.array(draw(st.lists(_coordinate, min_size=n, max_size=n), label="u"))
-    norm = np.linalg.norm(u)
+    norm = float(np.linalg.norm(u))
     if norm < 1e-3:
-        return np.eye(n)[0]
-    return u / norm
+        e1: np.ndarray = np.eye(n)[0]
+        return e1
+    unit: np.ndarray = u / norm
+    return unit
 
 
 @st.composite
@@ -140,11 +153,11 @@ _rational = st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(2), Fraction(
 
 @st.composite
 def perceptron_params(draw: Any, dyadic_only: bool = False,
-                      form: str | None = None) -> dict[str, Any]:
+                      p2_only: bool = False) -> dict[str, Any]:
     """The options of Khardon & Wachman; each one off in about half the draws.
 
-    Every entry of ``PARAMS`` takes ``form`` (the fast form the draw is for, None for any),
-    so that a family can draw only what that form takes (p = 2 for a p = 2 form, say).
+    Every family's parameter strategy takes ``p2_only`` (the draw is for a form that takes
+    p = 2 only: ``Family.draw_params``), so that a family draws only what its forms take.
     """
     value = _rational.filter(lambda v: not dyadic_only or _is_dyadic(v))
     params: dict[str, Any] = {}
@@ -175,13 +188,11 @@ _HO_C_THEOREM1 = st.sampled_from([Fraction(1), Fraction(2, 5), Fraction(1, 2), F
 
 
 @st.composite
-def higher_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+def higher_order_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
     """HO_p(c): p = 2 for the forms declared p = 2 only, p in {2, 3, 4, 7} otherwise;
     rho in {c/k, theorem1, constant} with c in its range (SPEC.md, higher_order); sparse in
     about half the draws.  c = 0 (the Perceptron) and c = 1 with theorem1 are included."""
     params: dict[str, Any] = {}
-    # the forms' declarations: which take p = 2 only
-    p2_only = form is not None and form in get("higher_order").p2_forms
     p = Fraction(2) if p2_only else draw(_HO_P_ANY, label="p")
     if p != 2 or draw(st.booleans(), label="p given?"):
         params["p"] = p
@@ -197,7 +208,7 @@ def higher_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
 
 
 @st.composite
-def pnorm_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+def pnorm_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
     """The p-norm Perceptron: p in {2, 5/2, 3, 4, 7} (every form takes any p)."""
     p = draw(st.sampled_from([Fraction(2), Fraction(5, 2), Fraction(3), Fraction(4),
                               Fraction(7)]), label="p")
@@ -205,7 +216,7 @@ def pnorm_params(draw: Any, form: str | None = None) -> dict[str, Any]:
 
 
 @st.composite
-def second_order_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+def second_order_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
     """The Second-Order Perceptron's variants: the basic form with a drawn a (dyadic and
     not), the adaptive a_k = a k, and the pseudoinverse (which takes no a)."""
     variant = draw(st.sampled_from(["basic", "basic", "basic", "adaptive", "pseudoinverse"]),
@@ -225,7 +236,7 @@ _delta = st.sampled_from([Fraction(0), Fraction(1, 10), Fraction(1, 4), Fraction
 
 
 @st.composite
-def romma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
+def romma_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
     """ROMMA's delta (0 <= delta < 1), absent in about a third of the draws."""
     params: dict[str, Any] = {}
     if draw(st.integers(0, 2), label="delta?"):
@@ -234,11 +245,11 @@ def romma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
 
 
 @st.composite
-def pumma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
-    """PUMMA's p (2; 5/2, 3 or 4 for the primal form only, about one draw in five), delta and
+def pumma_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
+    """PUMMA's p (2; 5/2, 3 or 4 unless ``p2_only``, about one draw in five), delta and
     the soft margin C (about a third of the draws; C a square, so sqrt(C) is rational)."""
     params: dict[str, Any] = draw(romma_params(), label="delta")
-    if form != "dual" and draw(st.integers(0, 4), label="p > 2?") == 0:
+    if not p2_only and draw(st.integers(0, 4), label="p > 2?") == 0:
         params["p"] = draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
                            label="p")
     if draw(st.integers(0, 2), label="C?") == 0:
@@ -248,12 +259,12 @@ def pumma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
 
 
 @st.composite
-def alma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
-    """ALMA_p(alpha; B, C): p = 2 for the dual form, else 2 or 5/2, 3, 4 (about one draw in
-    three); alpha in (0, 1] (1 is the p-norm Perceptron with a shrinking rate); B and C the
-    paper's defaults in about half the draws each."""
+def alma_params(draw: Any, p2_only: bool = False) -> dict[str, Any]:
+    """ALMA_p(alpha; B, C): p = 2 with ``p2_only`` (the dual form), else 2 or 5/2, 3, 4
+    (about one draw in three); alpha in (0, 1] (1 is the p-norm Perceptron with a shrinking
+    rate); B and C the paper's defaults in about half the draws each."""
     params: dict[str, Any] = {}
-    if form != "dual" and draw(st.integers(0, 2), label="p > 2?") == 0:
+    if not p2_only and draw(st.integers(0, 2), label="p > 2?") == 0:
         params["p"] = draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
                            label="p")
     if draw(st.integers(0, 3), label="alpha?"):
@@ -268,19 +279,89 @@ def alma_params(draw: Any, form: str | None = None) -> dict[str, Any]:
     return params
 
 
-PARAMS: dict[str, Callable[..., st.SearchStrategy[dict[str, Any]]]] = {
-    "perceptron": perceptron_params,
-    "higher_order": higher_order_params,
-    "pnorm_perceptron": pnorm_params,
-    "second_order": second_order_params,
-    "romma": romma_params,
-    "pumma": pumma_params,
-    "alma": alma_params,
-}
+# The Second-Order Perceptron's regulariser decides a trial only where the score
+# x^T (a_k I + S S^T)^{-1} v changes sign with a_k: after fewer than two mistakes (and with
+# one feature, linear kernel) it never does, and on the drawn data about one draw in ten has
+# such a trial at all, so an a drawn from a fixed list seldom lands near where a decision
+# changes.  In most of those draws a is moved so that a_k at the first such trial lies a
+# factor 7/8 or 9/8 from that value (a dyadic number of 5 significant bits, exact in float64:
+# not a tie, nothing excused as fragile), with a_growth drawn: constant or linear.
+_SIDES = (Fraction(7, 8), Fraction(9, 8))
+_A_GRID = 2.0 ** np.arange(-6, 7)    # the values of a_k where a decision's sign is looked at
 
-KERNELS = {
-    "linear": st.just("linear"),
-    "poly": st.sampled_from(["poly:degree=2,coef0=1,gamma=1",
-                             "poly:degree=3,coef0=1/2,gamma=1/2"]),
-    "rbf": st.sampled_from(["rbf:gamma=1/2", "rbf:gamma=2"]),
-}
+
+@st.composite
+def second_order_from_data(draw: Any, d: Any) -> dict[str, Any]:
+    """SOP's parameters set from a drawn run ``d`` (the fuzzer's draw: ``X``, ``y``,
+    ``kernel``, ``epochs`` and the drawn ``params``): those parameters; or, where some
+    decision depends on a (never with the pseudoinverse, which takes no a), in about seven
+    draws in eight, a_growth drawn and a set so that a_k at the first such trial lies just
+    below or above where its decision changes."""
+    params: dict[str, Any] = d.params
+    found = None if params.get("pseudoinverse") else _first_boundary(d)
+    if found is None or not draw(st.integers(0, 7), label="a at a boundary?"):
+        return params
+    growth = draw(st.sampled_from(A_GROWTHS), label="a_growth")
+    side = draw(st.sampled_from(_SIDES), label="side")
+    value, k = found
+    a = value * side / a_k({"a": Fraction(1), "a_growth": growth}, k)
+    return {**params, "a": _dyadic(Fraction(a)), "a_growth": growth}
+
+
+def _first_boundary(d: Any) -> tuple[float, int] | None:
+    """(a*, k): the first trial t whose decision depends on the a_k in force there (k - 1
+    mistakes before it, each decided by no a), and a value a* where its score changes sign;
+    None when none does for a_k in 2^-6 .. 2^6.  In float64 (a guide for the draw: the
+    exact reference decides), by the dual score y^T (a I + G)^{-1} b over the mistakes."""
+    X, y = np.asarray(d.X, dtype=np.float64), np.asarray(d.y, dtype=np.float64)
+    G = parse_kernel(d.kernel).matrix(X, X)
+    T = len(y)
+    support: list[int] = []
+
+    def score(alpha: float, j: int) -> float:
+        if not support:
+            return 0.0
+        b, labels = G[support, j], y[support]
+        s = float(labels @ np.linalg.solve(alpha * np.eye(len(support))
+                                           + G[np.ix_(support, support)], b))
+        tol = 1e-9 * np.linalg.norm(labels) * np.linalg.norm(b) / alpha
+        return 0.0 if abs(s) <= tol else s
+
+    for t in range(d.epochs * T):
+        j = t % T
+        signs = [np.sign(score(alpha, j)) for alpha in _A_GRID]
+        change = next((i for i in range(len(signs) - 1) if signs[i] != signs[i + 1]), None)
+        if change is not None:
+            lo, hi = _A_GRID[change], _A_GRID[change + 1]
+            for _ in range(8):      # bisection: a* within 2^-8 of its value
+                mid = (lo + hi) / 2
+                if np.sign(score(mid, j)) == signs[change]:
+                    lo = mid
+                else:
+                    hi = mid
+            return (lo + hi) / 2, len(support) + 1
+        if y[j] * signs[0] <= 0:
+            support.append(j)
+    return None
+
+
+def _dyadic(q: Fraction, bits: int = 5) -> Fraction:
+    """q > 0 rounded to ``bits`` significant binary digits."""
+    shift = bits - (q.numerator.bit_length() - q.denominator.bit_length())
+    scale = Fraction(2) ** shift
+    return max(Fraction(round(q * scale)), Fraction(1)) / scale
+
+
+def kernel_specs(name: str) -> st.SearchStrategy[str]:
+    """The specs of the registered kernel ``name`` that tests and the fuzzer draw (its
+    class's ``examples``: two polynomial and two Gaussian kernels for poly and rbf)."""
+    examples = KERNELS[name].examples
+    if len(examples) == 1:
+        return st.just(examples[0])
+    return st.sampled_from(examples)
+
+
+def nonlinear_kernels() -> list[str]:
+    """The registered kernels other than the linear one that have examples to draw, in
+    the order of registration (poly, rbf, then any registered later)."""
+    return [name for name, cls in KERNELS.items() if cls.examples and not cls.is_linear]

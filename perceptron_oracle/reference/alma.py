@@ -39,9 +39,10 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..numbers import number_context
 from ..params import Param, ParamSchema
-from ..pnorm import link as link  # re-exported: properties/alma.py's round trip
-from ..pnorm import link_inverse, to_mpf
-from ..pnorm import norm as pnorm
+from ..pnorm import link as link  # re-exported, as are link_inverse, to_mpf and pnorm
+from ..pnorm import link_inverse as link_inverse  # (below): properties/alma.py calls them
+from ..pnorm import norm
+from ..pnorm import to_mpf as to_mpf
 from ..rounding import (
     ANY_STATE,
     SMALLEST_SUBNORMAL,
@@ -78,6 +79,9 @@ u = UNIT_ROUNDOFF
 # -- the paper's building blocks (module functions: tests/wrong_alma.py patches them) ------
 # ``pnorm``, ``link_inverse``, ``link`` and ``to_mpf`` are ``perceptron_oracle.pnorm``'s (the
 # p-norm link written once; ``pnorm`` is its ``norm``), bound here as this module's names.
+pnorm = norm
+
+
 def normalized(x: list[Any], p: Fraction, ctx: Any) -> list[Any]:
     """x^ = x / ||x||_p; a zero instance stays zero."""
     norm = pnorm(x, p, ctx)
@@ -160,8 +164,8 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
 class _Run:
     """What both state forms share: k, the parameters in mpmath, the error bookkeeping."""
 
-    def __init__(self, rows: list, labels: list[int], par: dict[str, Any], ctx: Any,
-                 kern: Any):
+    def __init__(self, rows: list[list[Fraction]], labels: list[int], par: dict[str, Any],
+                 ctx: Any, kern: Any):
         self.rows, self.labels, self.ctx, self.kern = rows, labels, ctx, kern
         self.p, self.alpha = par["p"], par["alpha"]
         self.B = to_mpf(1 / self.alpha if par["B"] is None else par["B"], ctx)

@@ -132,6 +132,7 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
     if trace.fragile and not params["sparse"]:  # SPEC.md 12.5
         T = len(rows)
+        assert trace.scores is not None     # run_loop recorded them (record_scores=True)
         errors = shadow_errors(shadows, X, y, epochs, kern.spec, params, trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(trace.scores)],

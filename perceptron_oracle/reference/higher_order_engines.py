@@ -254,13 +254,7 @@ class IntDual(Dual):
         super().__init__(rows, kern, p)
         dX = math.lcm(*(v.denominator for row in rows for v in row))
         self.x_int = [[v.numerator * (dX // v.denominator) for v in row] for row in rows]
-        if kern.name == "poly":
-            gd, cd = kern.gamma.denominator, kern.coef0.denominator
-            self.dK = (gd * cd * dX * dX) ** kern.degree
-            self._outer = (kern.gamma.numerator * cd, kern.coef0.numerator * gd * dX * dX,
-                           kern.degree)
-        else:
-            self.dK, self._outer = dX * dX, None
+        self.dK, self._outer = kern.integer_form(dX)  # k = outer(a.b) / dK (None: a.b)
         self.K_int: dict[tuple[int, int], int] = {}
         self.D_int: dict[tuple[int, int], int] = {}
         self.dD = 1
@@ -274,8 +268,7 @@ class IntDual(Dual):
         if value is None:
             dot = sum(a * b for a, b in zip(self.x_int[i], self.x_int[j]))
             if self._outer is not None:
-                gn, cn, degree = self._outer
-                dot = (gn * dot + cn) ** degree
+                dot = self._outer(dot)
             value = self.K_int[key] = dot
         return value
 

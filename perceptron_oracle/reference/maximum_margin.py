@@ -43,7 +43,7 @@ import math
 import operator
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ParamError
 from ..kernels import Kernel
@@ -105,7 +105,10 @@ class Numbers:
         self.bits = bits
         self.capped = capped
         self.ctx = None if self.exact else number_context(bits)
-        self.unit = 0.0 if self.exact else 2.0 ** -bits  # the reference's own roundoff
+        self.unit = 0.0                     # the reference's own roundoff
+        if not self.exact:
+            assert bits is not None, "an mpmath run names its bits (run_modes)"
+            self.unit = 2.0 ** -bits
 
     @property
     def label(self) -> str:
@@ -118,6 +121,7 @@ class Numbers:
                 raise ParamError("numbers=fraction needs rational inputs (not the rbf "
                                  "kernel, not p > 2)")
             return Fraction(value)
+        assert self.ctx is not None         # not exact: an mpmath run
         if isinstance(value, Fraction):
             return self.ctx.mpf(value.numerator) / value.denominator
         return self.ctx.mpf(value)
@@ -126,6 +130,7 @@ class Numbers:
         """sum_i a_i b_i (mpmath: one rounding, ``fdot``)."""
         if self.exact:
             return sum(map(operator.mul, a, b), Fraction(0))
+        assert self.ctx is not None
         return self.ctx.fdot(a, b)
 
     def check_size(self, values: Any) -> None:
@@ -159,10 +164,8 @@ class Rows:
             return self.gram(i, j)
         (a, la), (b, lb) = self.ints[i], self.ints[j]
         dot = Fraction(sum(map(operator.mul, a, b)), la * lb)
-        kern = self.gram.kernel
-        if kern.name == "linear":
-            return dot
-        return (kern.gamma * dot + kern.coef0) ** kern.degree
+        value = self.gram.kernel.exact_of_dot(dot)  # None: not a function of x.z alone
+        return self.gram(i, j) if value is None else value
 
     def __call__(self, j: int) -> list[Any]:
         if j not in self.values:
@@ -175,8 +178,11 @@ class Rows:
         return self.magnitudes[j]
 
 
+R = TypeVar("R")
+
+
 def run_modes(numbers: str, rational: bool, trials: int,
-              run: Callable[[Numbers], Any]) -> Any:
+              run: Callable[[Numbers], tuple[R, float]]) -> R:
     """Run ``run`` in the mode ``numbers`` asks for (module docstring); returns its result.
 
     ``run`` returns (result, rho_ref): rho_ref the largest carried relative error of the

@@ -34,7 +34,6 @@ from ..rounding import (
     exact_in_float64,
     magnitude_float,
     max_dyadic_exponent,
-    power_or_inf,
     product_magnitude,
     score_error_bound,
 )
@@ -192,23 +191,16 @@ def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any
     if not kern.is_rational:
         return False
     e_x = max_dyadic_exponent(v for row in rows for v in row)
-    e = {name: max_dyadic_exponent([p[name]]) for name in ("eta", "b0", "C", "tau", "lam")}
-    if kern.name == "poly":
-        e_g, e_c = max_dyadic_exponent([kern.gamma]), max_dyadic_exponent([kern.coef0])
-        if e_g is None or e_c is None or e_x is None:
-            return False
-        e_base = max(e_g + 2 * e_x, e_c)
-        e_kernel = kern.degree * e_base
-    else:
-        e_base = e_kernel = None if e_x is None else 2 * e_x
-    if e_kernel is None or any(v is None for v in e.values()):
+    exponents = {name: max_dyadic_exponent([p[name]]) for name in ("eta", "b0", "C", "tau", "lam")}
+    e_kernel = kern.value_exponent(e_x)  # every kernel value on the grid 2^-e_kernel
+    if e_x is None or e_kernel is None or any(v is None for v in exponents.values()):
         return False
+    e = {name: v for name, v in exponents.items() if v is not None}  # none is None (above)
     exponent = max(e["eta"] + e_kernel, e["eta"] + e["C"], e["b0"], e["lam"] + e_kernel,
                    e["tau"], e["eta"] + e_x)  # the last: the primal w's coordinates
     r2 = max(sum(float(v) * float(v) for v in row) for row in rows) * (1 + 1e-12)
-    base = abs(float(kern.gamma)) * r2 + abs(float(kern.coef0)) if kern.name == "poly" else r2
-    k_max = power_or_inf(base, kern.degree) if kern.name == "poly" else r2
-    if kern.name == "poly" and not exact_in_float64(e_base * kern.degree, k_max):
+    k_max = kern.exact_value_bound(r2, e_kernel)  # None: float64 may round a kernel value
+    if k_max is None:
         return False
     x_max = max(abs(float(v)) for row in rows for v in row)
     eta, C = float(p["eta"]), float(p["C"])
@@ -295,4 +287,4 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
 
 
 def _sign(value: Any) -> int:
-    return (value > 0) - (value < 0)
+    return int(value > 0) - int(value < 0)

@@ -214,6 +214,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
         if margin <= 0:                                  # mistake iff y score <= 0
             record.mistakes.append(t)
         if not member and margin + slack < threshold:    # update iff y score + xi_j < 1 - delta
+            assert pair.pos is not None and pair.neg is not None     # the pair is complete
             pos, neg = (j, pair.neg) if label == 1 else (pair.pos, j)    # x replaces one
             m = errors.operations(st)
             result = _solve(t, pos, neg, st, errors, m, record, shadow)  # problem (3), (20)
@@ -279,7 +280,7 @@ def _start_up(t: int, j: int, label: int, pair: _Pair, st: Any, errors: PummaErr
     result = _solve(t, pos, neg, st, errors, errors.operations(st), record, shadow)
     if result is not None:
         pair.take(pos, neg, result[0])
-        errors.started(st, pair.pos, pair.neg)
+        errors.started(st, pos, neg)
         record.updates.append(t)
         report(t, False)
 
@@ -289,7 +290,7 @@ def _solve(t: int, pos: int, neg: int, st: Any, errors: PummaErrors, m: int,
     """Problem (3) and the bias (20) for the pair (``State2.update``, ``StateP.update``):
     (b, kappa, case_ii), or None if infeasible; trial t is fragile where a float64 form may
     call it infeasible (``doubt``), shadowed no further where it is ill-conditioned."""
-    result = st.update(pos, neg, errors.model, m)
+    result: tuple[Any, float, bool] | None = st.update(pos, neg, errors.model, m)
     if st.ill_conditioned:
         shadow.singular.append(t)
     if st.doubt:

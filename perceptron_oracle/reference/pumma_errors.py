@@ -163,7 +163,8 @@ class ThetaError:
         over the ball of radius D around phi (its Jacobian J is positive semidefinite,
         below its diagonal), the slacks' map a -> a / sqrt(C) with 1 / sqrt(C); plus the
         roundings of w = f^-1(phi), 4 (m + 8) u."""
-        D, scale = self.radius, st.scale()
+        D = self.radius
+        scale: float = st.scale()
         if D == 0:
             return 4 * (m + 8) * UNIT_ROUNDOFF
         phi = [clamped_float(t) for t in st.link(st.w, st.q)]
@@ -188,7 +189,10 @@ class PummaErrors:
         self.model = ErrorModel(ref_unit=num.unit)
         self.threshold_error = score_error_bound(1, float(threshold))
         self.newton = 0.0 if self.two else NEWTON_TOLERANCE
-        self.ref_newton = 0.0 if self.two else 2.0 ** -(num.bits // 2 - 8)
+        self.ref_newton = 0.0
+        if not self.two:
+            assert num.bits is not None     # p > 2 runs in mpmath only
+            self.ref_newton = 2.0 ** -(num.bits // 2 - 8)
         self.b_magnitude = 0.0      # the magnitude of b's terms, for the rounding bound
         self.b_slack = 0.0          # b's share of the boundary slack
         self.row_sums = [math.fsum(abs(float(v)) for v in row) for row in rows]  # sum |x_jd|
@@ -199,7 +203,8 @@ class PummaErrors:
 
     def operations(self, st: Any) -> int:
         """The roundings of a float64 score w.x_j + b."""
-        return (len(self.rows[0]) + 8) * self.kern.depth + st.terms + 8
+        terms: int = st.terms
+        return (len(self.rows[0]) + 8) * self.kern.depth + terms + 8
 
     def score_error(self, st: Any, j: int, slack: Any) -> float:
         """How far a float64 score (and, p = 2, its slack a_j / C) may be off: p = 2 from
@@ -209,9 +214,11 @@ class PummaErrors:
         if self.two:
             invC = 0.0 if st.invC is None else float(st.invC)
             magnitude = st.magnitude(j) + self.b_magnitude + st.size[j] * invC
-            return (model.score_error(m, magnitude) + st.slack_error(j)
-                    + 2 * st.slack[j] * invC + self.b_slack)
-        row_sum, scale = self.row_sums[j], st.scale()
+            error: float = (model.score_error(m, magnitude) + st.slack_error(j)
+                            + 2 * st.slack[j] * invC + self.b_slack)
+            return error
+        row_sum = self.row_sums[j]
+        scale: float = st.scale()
         magnitude = st.magnitude(j) + scale * row_sum + self.b_magnitude + abs(float(slack))
         if st.C is not None:    # xi_j, whose sqrt(C) xi_j is a coordinate of w~
             magnitude += scale / math.sqrt(float(st.C))

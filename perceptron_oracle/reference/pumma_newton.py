@@ -182,7 +182,7 @@ class _Dual:
     def damping(self, lam: Any, eta: Any, dl: Any, de: Any) -> Any:
         """The step's factor t: 1 near the optimum (a step of at most 2^-20 relative), else
         halved while L* falls (down to 2^-60)."""
-        t = 1
+        t: float = 1
         if abs(dl) > 2.0 ** -20 * abs(lam) or abs(de) > 2.0 ** -20 * max(abs(eta), 1):
             base = self.value(lam, eta)              # far from the optimum: damp until L* rises
             while self.value(lam + t * dl, eta + t * de) < base and t > 2.0 ** -60:

@@ -130,6 +130,7 @@ class StateP:
     def __init__(self, rows: list[list[Fraction]], num: Numbers, p: Fraction, C: Any):
         self.num = num
         ctx = num.ctx
+        assert ctx is not None      # p > 2 runs in mpmath only
         self.ctx = ctx
         self.rows = [[num(v) for v in row] for row in rows]
         self.p = num(p)

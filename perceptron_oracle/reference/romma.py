@@ -97,7 +97,7 @@ def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any
     kern = parse_kernel(kernel)
     p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
     if p["numbers"] == "fraction" and not kern.is_rational:
-        raise ParamError("parameter numbers=fraction needs a rational kernel (not rbf)")
+        raise ParamError(f"parameter numbers=fraction needs a rational kernel (not {kern.name})")
     shadow = ShadowNotes()
 
     def run(num: Numbers) -> tuple[Trace, float]:

@@ -31,7 +31,8 @@ FRAGILE_FACTOR = 64.0
 
 def a_k(p: dict[str, Any], k: int) -> Fraction:
     """The parameter in force at a trial with k - 1 mistakes before it (a_k, k >= 1)."""
-    return p["a"] if p["a_growth"] == "constant" else p["a"] * k
+    a: Fraction = p["a"]
+    return a if p["a_growth"] == "constant" else a * k
 
 
 def exact_inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
@@ -335,6 +336,7 @@ class Pinv:
         if self.exact:
             self.inside = self.rho == 0
         else:  # mpmath: zero within the working precision
+            assert self.gram.ctx is not None      # not exact: the Gram's context
             self.inside = abs(self.rho) <= abs(self.c) * 2.0 ** (-self.gram.ctx.prec // 2)
         if not self.inside:
             return 0 * self.one, 0 * self.one

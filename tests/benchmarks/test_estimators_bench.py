@@ -14,7 +14,7 @@ benchmark's ``extra_info``):
 - Every estimator's ``fit`` (primal; the Perceptron's dual with a Gaussian kernel and its
   primal on CSR rows too) over the bare ``run(..., impl="fast")`` of the same form on the
   same binary data (the blobs split in two, 10% of the labels flipped but for ROMMA and
-  PUMMA, instances normalised; the CSR rows of ``benchmarks.csr_data``),
+  PUMMA, instances normalised; the CSR rows of ``benchmark_cases.csr_data``),
   at sizes where the bare run takes about 0.5 s of CPU time or more, so that what is
   timed is training, not the fixed cost of a call.  Target: <= 10% overhead, on the wall
   clock; the CPU time of the process is printed beside it.
@@ -37,7 +37,7 @@ import pytest
 
 from fixtures import gaussian_blobs
 from perceptron_oracle import run
-from perceptron_oracle.benchmarks import csr_data
+from perceptron_oracle.benchmark_cases import csr_data
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast.multiclass import PerceptronOvR, relabel
 

@@ -24,36 +24,35 @@ from perceptron_oracle import benchmarks as bench
 
 SMALL = 0.02
 BASELINE = pathlib.Path(__file__).with_name("baseline.json")
-CASES = [(name, rate) for name, rate, _ in bench.cases(1.0)]
+CASES = bench.cases()   # (family, Benchmark) of every registered family
 _data_cache: dict = {}
 
 
-def _data(name: str, rate: str, size: float):
-    key = (name, rate, size)
+def _data(case, size: float):
+    key = (case.label, size)
     if key not in _data_cache:
         _data_cache.clear()
-        make = {(n, r): m for n, r, m in bench.cases(size)}[(name, rate)]
-        _data_cache[key] = make()
+        _data_cache[key] = case.data(size)
     return _data_cache[key]
 
 
-@pytest.mark.parametrize("name,rate", CASES, ids=[f"{n} @ {r}" for n, r in CASES])
-def test_case(benchmark, name, rate):
+@pytest.mark.parametrize("family,case", CASES, ids=[case.label for _, case in CASES])
+def test_case(benchmark, family, case):
     if benchmark.disabled:
         pytest.skip("benchmarks disabled: tests/test_benchmarks_script.py runs every case "
                     "at a tiny size through the command")
-    data = _data(name, rate, 1.0)
+    X, y = _data(case, 1.0)
     limits, _ = bench.limit_threads(1)
     with limits:
-        row = benchmark.pedantic(bench.measure, args=(name, data, 3), rounds=1)
+        row = benchmark.pedantic(bench.measure, args=(family, case, X, y, 3), rounds=1)
     benchmark.extra_info.update(update_rate=row["update_rate"], rows=row["rows"],
                                 us_per_trial=row["us_per_trial"], **row["ratios"])
-    print("\n" + bench.header() + "\n" + bench.format_row(f"{name} @ {rate}", row))
+    print("\n" + bench.header() + "\n" + bench.format_row(case.label, row))
 
 
 def test_baseline_lists_every_case_with_its_ratios():
     baseline = json.loads(BASELINE.read_text(encoding="utf-8"))["results"]
-    assert set(baseline) == {f"{n} @ {r}" for n, r in CASES}
+    assert set(baseline) == {case.label for _, case in CASES}
     for row in baseline.values():
         assert row["ratios"]["fast/floor"] > 0 and "fast/np loop" in row["ratios"]
 
@@ -71,9 +70,9 @@ def test_compare_flags_a_worse_ratio_only():
 
 def test_compare_command_fails_on_a_worse_baseline(tmp_path, capsys):
     """The documented command: exit 1 when a ratio worsened beyond the margin."""
-    case = "pnorm primal p=4 @ 0.1%"
-    row = bench.measure("pnorm primal p=4", _data("pnorm primal p=4", "0.1%", SMALL), 1)
-    tight = {case: {"ratios": {k: v / 10 for k, v in row["ratios"].items()}}}
+    (family, case), = [(f, c) for f, c in CASES if c.label == "pnorm primal p=4 @ 0.1%"]
+    row = bench.measure(family, case, *_data(case, SMALL), 1)
+    tight = {case.label: {"ratios": {k: v / 10 for k, v in row["ratios"].items()}}}
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps({"results": tight}), encoding="utf-8")
     assert bench.main(["--size", str(SMALL), "--repeat", "1", "--only", "pnorm",

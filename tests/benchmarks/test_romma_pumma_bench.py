@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 
 from fixtures import best_time
-from perceptron_oracle import benchmarks as bench
-from perceptron_oracle.benchmarks import dense_data
+from perceptron_oracle import benchmark_cases as bench
+from perceptron_oracle.benchmark_cases import dense_data
 from perceptron_oracle.experiments import pumma as experiment
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import pumma as fast_pumma

@@ -1,0 +1,39 @@
+"""ALMA_p(alpha; B, C), Gentile's approximate maximal margin algorithm (SPEC.md section 15):
+PUMMA's baseline."""
+
+from __future__ import annotations
+
+from .. import benchmark_cases, budget, golden_cases
+from ..family import (
+    ANY,
+    LINEAR,
+    LONG_RUN_POLY,
+    LONG_RUN_RBF,
+    P2,
+    Estimator,
+    Family,
+    LongRun,
+    forms,
+)
+from ..fast import alma as fast
+from ..properties import checks, strategies
+from ..reference import alma as reference
+
+FAMILY = Family(
+    name="alma",
+    title="ALMA",
+    paper=checks.PAPERS["alma"],
+    reference=reference,
+    fast_forms=forms(fast, ("primal", LINEAR), ("dual", ANY | P2)),
+    params_strategy=strategies.alma_params,
+    checks=checks.alma_checks,
+    golden=golden_cases.alma_file,
+    long_runs=(LongRun(), LongRun(LONG_RUN_POLY, examples=50),
+               LongRun(LONG_RUN_RBF, examples=50), LongRun(params={"p": 4})),
+    benchmarks=benchmark_cases.ALMA,
+    cost=budget.ALMA,
+    estimator=Estimator(
+        "ALMA", "ALMA_p(alpha; B, C), Gentile 2001 (SPEC.md section 15): scores on the "
+        "normalised instance x/||x||_p, as the algorithm."),
+    scores_normalized=True,
+)

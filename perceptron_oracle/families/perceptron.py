@@ -1,0 +1,26 @@
+"""The Perceptron and Khardon & Wachman's noise-tolerant variants (SPEC.md section 11)."""
+
+from __future__ import annotations
+
+from .. import benchmark_cases, budget, golden_cases
+from ..family import ANY, ENGINE, LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, LongRun, forms
+from ..fast import perceptron as fast
+from ..properties import checks, strategies
+from ..reference import perceptron as reference
+
+FAMILY = Family(
+    name="perceptron",
+    title="the Perceptron (Khardon & Wachman's variants)",
+    paper=checks.PAPERS["khardon_wachman"],
+    reference=reference,
+    fast_forms=forms(fast, ("primal", ENGINE), ("dual", ANY | ENGINE)),
+    params_strategy=strategies.perceptron_params,
+    checks=checks.perceptron_checks,
+    golden=golden_cases.perceptron_file,
+    long_runs=(LongRun(params={"tau": "1/4"}, examples=100),
+               LongRun(LONG_RUN_POLY, examples=100),
+               LongRun(LONG_RUN_RBF, examples=100)),
+    benchmarks=benchmark_cases.PERCEPTRON,
+    cost=budget.PERCEPTRON,
+    estimator=Estimator("Perceptron", "The Perceptron with Khardon & Wachman's options."),
+)
