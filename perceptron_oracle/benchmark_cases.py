@@ -37,7 +37,7 @@ Floors (``Benchmark.floor``):
 - the perceptron, p-norm, ROMMA and PUMMA primal forms: one ``X @ w`` pass over the data
   (dense: BLAS; CSR: scipy's sparse product); ``pumma primal p=4``: that pass plus the
   Newton solves of the dual (18) its updates need, the run's own problems each solved by the
-  compiled solver (``fast._numba.pumma_newton``) from a compiled loop (without numba the pass
+  compiled solver (``fast._numba_pumma.pumma_newton``) from a compiled loop (without numba the pass
   alone);
 - ``ho primal``, ``ho implicit p=2`` and ``sop primal``: the bare BLAS calls one primal
   update needs, in place on an n x n matrix, times the run's mistakes K (HO: dsymv, dsyr2,
@@ -99,7 +99,7 @@ import scipy.sparse as sp
 from scipy.linalg import blas
 
 from .datasets import separable, with_label_noise
-from .fast import _compiled, pumma
+from .fast import _compiled, _compiled_pumma, pumma
 from .fast import higher_order as fast_ho
 from .fast import romma as fast_romma
 from .fast import second_order as fast_sop
@@ -782,7 +782,7 @@ def alma_floor(X: np.ndarray, p: float, corrections: int) -> Callable[[], Any]:
 def newton_problems(X: np.ndarray, y: np.ndarray, p: float
                     ) -> tuple[list[tuple[Any, ...]], list[tuple[float, float]]]:
     """The dual problems (18) that PUMMA_p's case-(ii) updates solve on (X, y), in order, as
-    the arguments of ``fast._numba.pumma_newton`` (z, theta, the slack scalars, ||v~||^2,
+    the arguments of ``fast._numba_pumma.pumma_newton`` (z, theta, the slack scalars, ||v~||^2,
     case (i)'s alpha, p, the warm start), and the (alpha, beta) each got: recorded from a
     run of the numpy engine."""
     model, _, X, y, _ = pumma.setup("primal", X, y, 1, "linear", dict(p=p))
@@ -811,7 +811,7 @@ def newton_floor(X: np.ndarray, y: np.ndarray, p: float) -> Callable[[], Any]:
     if not _compiled.available():
         return matvec
     import numba
-    newton = _compiled.kernels().pumma_newton
+    newton = _compiled_pumma.loops().pumma_newton
     problems = newton_problems(X, y, p)[0]
     Z = np.array([problem[0] for problem in problems]).reshape(len(problems), X.shape[1])
     theta = np.array([problem[1] for problem in problems]).reshape(Z.shape)

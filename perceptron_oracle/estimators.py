@@ -8,7 +8,7 @@ and :class:`ALMA`.  Each takes its algorithm's parameters (the registry's schema
 - ``kernel``: "linear", "poly:degree=D,coef0=C,gamma=G" or "rbf:gamma=G" (SPEC.md section 6);
 - ``epochs``: passes over the data in ``fit`` (default 5);
 - ``form``: a fast form of the algorithm, or "auto": the first form the registry lists for
-  the kernel and parameters (``Algorithm.forms_for``), except that with the linear kernel the
+  the kernel and parameters (``Family.forms_for``), except that with the linear kernel the
   matrix algorithms (``higher_order``, ``second_order``) take the ``dual`` form when the data
   has more than 500 features: the primal form's state is n x n (O(n^2) per mistake), the
   dual's k x k over the k mistakes;

@@ -34,8 +34,8 @@ from .properties.checks import Check, cited
 from .shadows import FastShadowRuns
 from .trace import Trace
 
-__all__ = ["Form", "Family", "LongRun", "Estimator", "Implementation", "forms", "LINEAR",
-           "ANY", "P2", "ENGINE", "LONG_RUN_POLY", "LONG_RUN_RBF"]
+__all__ = ["Form", "Family", "LongRun", "Estimator", "Implementation", "LONG_RUN_POLY",
+           "LONG_RUN_RBF"]
 
 Implementation = Callable[..., Trace]
 
@@ -291,17 +291,3 @@ def _with_shadows(reference: Implementation, shadows: FastShadowRuns) -> Impleme
     exact_run.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[p for p in signature.parameters.values() if p.name != "shadows"])
     return exact_run
-
-
-def forms(module: ModuleType, *declared: tuple[str, dict[str, Any]]) -> list[Form]:
-    """The fast forms ``module.<name>``, each with what it takes (the keywords of
-    :class:`Form`): ``forms(fast.romma, ("primal", ENGINE), ("dual", ANY | ENGINE))``."""
-    return [Form(name, getattr(module, name), **takes) for name, takes in declared]
-
-
-#: What a form takes, for :func:`forms`: the linear kernel only (the default), any kernel,
-#: p = 2 only, the keyword ``engine``.
-LINEAR: dict[str, Any] = {}
-ANY: dict[str, Any] = {"kernels": "any"}
-P2: dict[str, Any] = {"p2_only": True}
-ENGINE: dict[str, Any] = {"engine": True}

@@ -23,7 +23,7 @@ __all__ = ["FastShadowRuns"]
 class FastShadowRuns:
     """``reference.common.ShadowRuns`` over one family's fast forms.
 
-    ``forms``: (kernel, params) -> the forms that take them (``Algorithm.forms_for``, read
+    ``forms``: (kernel, params) -> the forms that take them (``Family.forms_for``, read
     at each run, so a form registered later takes part); ``form``: a form's name -> its
     callable; ``tested``: the run that also returns the update test's left side per trial
     (``fast.pumma.forced_run``), None for the families without such a test."""

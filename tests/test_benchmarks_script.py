@@ -21,7 +21,7 @@ import pytest
 from perceptron_oracle import benchmark_cases, registry
 from perceptron_oracle import benchmarks as bench
 from perceptron_oracle.benchmark_cases import Benchmark, Extra
-from perceptron_oracle.fast import _compiled
+from perceptron_oracle.fast import _compiled, _compiled_pumma
 
 TINY = 0.005
 
@@ -173,7 +173,7 @@ def test_the_pumma_newton_floor_solves_the_runs_own_problems():
     X, y = case.data(0.05)
     problems, solutions = benchmark_cases.newton_problems(X, y, case.params["p"])
     assert len(problems) > 20
-    newton = _compiled.kernels().pumma_newton
+    newton = _compiled_pumma.loops().pumma_newton
     from perceptron_oracle.fast.maximum_margin import SINGULAR
     from perceptron_oracle.fast.pumma import NEWTON_MAX_STEPS, NEWTON_STOP
     for problem, (alpha, beta) in zip(problems, solutions):

@@ -117,7 +117,7 @@ def test_primal_loop_without_build_leaves_tally_and_history_alone(layout):
         state, flags = np.zeros(4), np.zeros(800, dtype=np.uint8)
         tally = np.full((2, 6, 2), 7.0)
         history = np.full((_compiled.update_history(800).shape[0], 2), 7, dtype=np.int64)
-        bad = _compiled.kernels().perceptron_primal(
+        bad = _compiled.perceptron_loops().perceptron_primal(
             dense, indptr, indices, data, sparse, y.astype(float), 2, 1.0, 0.5, 0.2,
             np.zeros(1), False, -1, w, alpha, state, flags, np.zeros(1), False, tally,
             history, 0, build)
@@ -233,7 +233,8 @@ def test_forced_updates_take_the_numpy_path(monkeypatch):
     X, y = _data(60, 4, seed=3)
     free = fp.primal(X, y, epochs=2, engine="numpy")
     forced = sorted(set(free.updates[::2]) | {5, 70})
-    monkeypatch.setattr(_compiled, "kernels", lambda: pytest.fail("compiled under forcing"))
+    for loops in ("kernels", "perceptron_loops", "pnorm_loops"):
+        monkeypatch.setattr(_compiled, loops, lambda: pytest.fail("compiled under forcing"))
     with forced_updates(forced):
         for run in (fp.primal, fp.dual):
             trace = run(X, y, epochs=2, engine="numba", record_scores=True)
@@ -257,7 +258,8 @@ def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
 def test_csr_dual_falls_back_to_numpy(monkeypatch):
     X, y = _data(40, 5, seed=4)
     dense = fp.dual(X, y, engine="numba", kernel="rbf:gamma=1")
-    monkeypatch.setattr(_compiled, "kernels", lambda: pytest.fail("compiled CSR dual"))
+    for loops in ("kernels", "perceptron_loops"):
+        monkeypatch.setattr(_compiled, loops, lambda: pytest.fail("compiled CSR dual"))
     sparse = fp.dual(sp.csr_matrix(X), y, engine="numba", kernel="rbf:gamma=1")
     assert sparse.mistakes == dense.mistakes and sparse.updates == dense.updates
 
@@ -331,3 +333,28 @@ def test_perceptron_dual_block_stops_at_a_non_finite_score_inside_a_block(monkey
     assert any(7 <= u < 10 for u in fp.dual(X[:10], y[:10], kernel="poly:degree=2").updates)
     assert_engines_stop_alike(lambda e: fp.dual(X, y, epochs=2, engine=e,
                                                 kernel="poly:degree=2"))
+
+
+@needs_numba
+def test_a_change_to_any_source_of_the_loops_purges_their_cache(tmp_path, monkeypatch):
+    """numba keys a cached loop on its own file only: ``_numba.purge_stale_cache`` deletes
+    the cached ``_numba*`` loops (and only those) when the digest of every file they are
+    compiled from differs from the one kept beside them (here, in a temporary directory
+    standing for numba's cache directory)."""
+    import types
+
+    nb = _compiled.kernels()
+    monkeypatch.setattr(nb, "dense_dot", types.SimpleNamespace(
+        _cache=types.SimpleNamespace(_cache_path=str(tmp_path))))
+    loop = tmp_path / "_numba_perceptron.perceptron_primal-300.py311.1.nbc"
+    other = tmp_path / "benchmarks._nb_dense-1.py311.nbi"
+    loop.write_bytes(b"")
+    other.write_bytes(b"")
+    nb.purge_stale_cache()               # no digest yet: the loops may be of other sources
+    assert not loop.exists() and other.exists()
+    loop.write_bytes(b"")
+    nb.purge_stale_cache()               # the digest matches the sources: kept
+    assert loop.exists()
+    (tmp_path / nb.SOURCES_STAMP).write_text("0" * 64)   # as after an edit of _slots.py
+    nb.purge_stale_cache()
+    assert not loop.exists() and other.exists()

@@ -398,7 +398,7 @@ def test_implicit_accuracy_test_catches_unguarded_chunks(monkeypatch):
     assert _worst_implicit_error() > 1e-12
 
 
-# -- the compiled engine at p != 2: B_k explicitly (fast._numba.ho_explicit_b) ------------------
+# -- the compiled engine at p != 2: B_k explicitly (fast._numba_higher_order.ho_explicit_b) ------
 needs_numba = pytest.mark.skipif(not ho.numba_available(),
                                  reason="numba (the optional compiled engine) is not installed")
 

@@ -1,4 +1,4 @@
-"""The p-norm Perceptron's compiled loop (``fast._numba.pnorm_primal``) beyond the
+"""The p-norm Perceptron's compiled loop (``fast._numba_pnorm.pnorm_primal``) beyond the
 reference comparisons of tests/test_compiled.py: the gradient's vectorised passes against the
 numpy gradient on every path they take (and the scalar passes they hand v = 0, subnormal,
 huge or non-finite v to), NaN and infinity in X reported as validation reports them (dense X

@@ -312,11 +312,11 @@ def test_shadow_runs_take_the_numpy_path(monkeypatch):
 @needs_numba
 def test_p_above_2_takes_the_compiled_loop_on_numba(monkeypatch):
     """p > 2: "numba" and "auto" run the compiled per-trial loop
-    (``fast._numba.pumma_pnorm_primal``), "numpy" the block-ahead driver with the numpy
+    (``fast._numba_pumma.pumma_pnorm_primal``), "numpy" the block-ahead driver with the numpy
     Newton; the p = 2 loop is not called."""
     X, y = noisy_uniform(200, 5, seed=4)
     calls: list[str] = []
-    real = _compiled.kernels()
+    real = _compiled_pumma.loops()
 
     class Spy:
         def __getattr__(self, name):

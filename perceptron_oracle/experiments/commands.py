@@ -23,7 +23,10 @@ from typing import Any
 from ..errors import OracleInputError
 from ..interrupts import one_line
 from ..usage import OneLineParser
+from . import higher_order as ho
 from . import khardon_wachman as kw
+from . import pumma
+from . import second_order as so
 from .engine import Engine
 
 
@@ -40,7 +43,6 @@ class Output:
 # -- HO: Brotto, Gentile & Vitale (2007), section 4, Task 1 (Figure 2) ------------------------
 
 def _ho_artificial(args: argparse.Namespace, engine: Engine) -> Output:
-    from . import higher_order as ho
 
     if args.quick:
         sizes = dict(n=100, relevant=10, n_train=200, n_test=200)
@@ -90,7 +92,6 @@ def _ho_artificial(args: argparse.Namespace, engine: Engine) -> Output:
 
 def _ho_task(noise: float, label: str, p: int, c: Fraction, seed: int, epochs: int,
              sizes: tuple[tuple[str, int], ...]) -> Any:
-    from . import higher_order as ho
     return ho.curve(noise, label, p, c, seed=seed, epochs=epochs, **dict(sizes))
 
 
@@ -104,7 +105,6 @@ SOP_PAPER = {"perceptron": ((30.20, 6.24), (29.80, 8.16)),
 
 
 def _sop_simulation(args: argparse.Namespace, engine: Engine) -> Output:
-    from . import second_order as so
 
     sizes = (dict(n_train=900, n_test=300, n=20) if args.quick else {})
     repeats = 2 if args.quick else 5
@@ -146,7 +146,6 @@ def _sop_simulation(args: argparse.Namespace, engine: Engine) -> Output:
 
 
 def _sop_task(dataset: int, seed: int, sizes: tuple[tuple[str, int], ...]) -> dict[str, int]:
-    from . import second_order as so
     kwargs: dict[str, Any] = dict(sizes)
     return so.one_repeat(dataset, seed, **kwargs)
 
@@ -154,7 +153,6 @@ def _sop_task(dataset: int, seed: int, sizes: tuple[tuple[str, int], ...]) -> di
 # -- PUMMA: Ishibashi, Hatano & Takeda (2008), section 5.1 ------------------------------------
 
 def _pumma_r_of_k(args: argparse.Namespace, engine: Engine) -> Output:
-    from . import pumma
 
     algorithms: dict[str, tuple[str, ...]]
     rs: tuple[int, ...]
@@ -234,7 +232,6 @@ def _pumma_checks(by: dict[tuple[str, Any, str], dict[str, Any]],
 
 def _pumma_task(p: str, r: int, i: int, algorithm: str, seed: int,
                 sizes: tuple[tuple[str, int], ...]) -> Any:
-    from . import pumma
     return pumma.one_run(p, r, i, algorithm, seed=seed, **dict(sizes))
 
 

@@ -45,8 +45,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from ..data import Dataset, validate
+from ..datasets import wdbc
+from ..fast.perceptron import primal
 
 TAUS = (Fraction(0), Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), Fraction(1), Fraction(2),
         Fraction(4))
@@ -145,7 +148,6 @@ def load(spec: tuple[Any, ...]) -> Dataset:
         return artificial(spec[1], spec[2], spec[3], seed=spec[4],
                           **({"n_examples": spec[5]} if len(spec) > 5 else {}))
     if spec[0] == "wdbc":
-        from ..datasets import wdbc
         return wdbc()
     raise ValueError(f"unknown data set description {spec!r}")
 
@@ -183,7 +185,6 @@ def accuracies(X: np.ndarray, y: np.ndarray, X_test: np.ndarray, y_test: np.ndar
                setting: Setting, *, epochs: int, eta: Fraction) -> dict[str, float]:
     """Train the Perceptron (fast primal form) with one setting in the paper's units and
     return the test accuracy (%) of the last, longest-survivor and voted hypotheses."""
-    from ..fast.perceptron import primal
 
     tau, lam, alpha = setting
     theta = float(np.mean(np.einsum("ij,ij->i", X, X)))
@@ -300,14 +301,13 @@ def choose(means: dict[Setting, dict[str, float]], column: str, hypothesis: str,
 def t_interval(values: Sequence[float]) -> tuple[float, float]:
     """Mean and half-width of the 95% T-confidence interval (the paper's footnote 5:
     t_{k-1, 0.975} sqrt(sum (y_i - mean)^2 / (k (k - 1))))."""
-    from scipy.stats import t
 
     k = len(values)
     mean = float(np.mean(values))
     if k < 2:
         return mean, math.nan
     spread = math.sqrt(float(np.sum((np.asarray(values) - mean) ** 2)) / (k * (k - 1)))
-    return mean, float(t.ppf(0.975, k - 1)) * spread
+    return mean, float(stats.t.ppf(0.975, k - 1)) * spread
 
 
 def optimisation_table(results: Results, config: Config

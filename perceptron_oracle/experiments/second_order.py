@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ..fast import second_order as sop
+from ..fast.perceptron import primal as perceptron
+
 ALGORITHMS = ("perceptron", "sop a=1", "sop a=10", "sop a=50")
 
 
@@ -49,8 +52,6 @@ def one_repeat(dataset: int, seed: int, *, n_train: int = 9000, n_test: int = 30
                n: int = 100, epochs: int = 2, a_values: tuple[int, ...] = (1, 10, 50),
                form: str = "primal") -> dict[str, int]:
     """{algorithm: test mistakes} on one draw of data set 1 or 2 (seed ``seed``)."""
-    from ..fast import second_order as sop
-    from ..fast.perceptron import primal as perceptron
 
     X, y, Xt, yt = simulation(dataset, n_train=n_train, n_test=n_test, n=n, seed=seed)
     runs = {"perceptron": perceptron(X, y, epochs=epochs).final["w"]}

@@ -4,17 +4,7 @@ PUMMA's baseline."""
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import (
-    ANY,
-    LINEAR,
-    LONG_RUN_POLY,
-    LONG_RUN_RBF,
-    P2,
-    Estimator,
-    Family,
-    LongRun,
-    forms,
-)
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import alma as fast
 from ..properties import checks, strategies
 from ..reference import alma as reference
@@ -24,7 +14,8 @@ FAMILY = Family(
     title="ALMA",
     paper=checks.PAPERS["alma"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", LINEAR), ("dual", ANY | P2)),
+    fast_forms=(Form("primal", fast.primal),
+                Form("dual", fast.dual, kernels="any", p2_only=True)),
     params_strategy=strategies.alma_params,
     checks=checks.alma_checks,
     golden=golden_cases.alma_file,

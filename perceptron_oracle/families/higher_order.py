@@ -3,17 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import (
-    ANY,
-    ENGINE,
-    LONG_RUN_POLY,
-    LONG_RUN_RBF,
-    P2,
-    Estimator,
-    Family,
-    LongRun,
-    forms,
-)
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import higher_order as fast
 from ..properties import checks, strategies
 from ..reference import higher_order as reference
@@ -23,7 +13,9 @@ FAMILY = Family(
     title="the Higher-Order Perceptron HO_p(c)",
     paper=checks.PAPERS["higher_order"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", P2 | ENGINE), ("dual", ANY | P2), ("implicit", ENGINE)),
+    fast_forms=(Form("primal", fast.primal, p2_only=True, engine=True),
+                Form("dual", fast.dual, kernels="any", p2_only=True),
+                Form("implicit", fast.implicit, engine=True)),
     params_strategy=strategies.higher_order_params,
     checks=checks.higher_order_checks,
     golden=golden_cases.higher_order_file,

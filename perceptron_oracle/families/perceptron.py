@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import ANY, ENGINE, LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, LongRun, forms
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import perceptron as fast
 from ..properties import checks, strategies
 from ..reference import perceptron as reference
@@ -13,7 +13,8 @@ FAMILY = Family(
     title="the Perceptron (Khardon & Wachman's variants)",
     paper=checks.PAPERS["khardon_wachman"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", ENGINE), ("dual", ANY | ENGINE)),
+    fast_forms=(Form("primal", fast.primal, engine=True),
+                Form("dual", fast.dual, kernels="any", engine=True)),
     params_strategy=strategies.perceptron_params,
     checks=checks.perceptron_checks,
     golden=golden_cases.perceptron_file,

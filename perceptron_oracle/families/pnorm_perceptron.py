@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import ENGINE, Estimator, Family, LongRun, forms
+from ..family import Estimator, Family, Form, LongRun
 from ..fast import pnorm_perceptron as fast
 from ..properties import checks, strategies
 from ..reference import pnorm_perceptron as reference
@@ -13,7 +13,7 @@ FAMILY = Family(
     title="the p-norm Perceptron",
     paper=checks.PAPERS["pnorm"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", ENGINE)),
+    fast_forms=(Form("primal", fast.primal, engine=True),),
     params_strategy=strategies.pnorm_params,
     checks=checks.pnorm_perceptron_checks,
     golden=golden_cases.higher_order_file,   # its cases stand beside HO's

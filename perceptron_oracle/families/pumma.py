@@ -4,17 +4,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import (
-    ANY,
-    ENGINE,
-    LONG_RUN_POLY,
-    LONG_RUN_RBF,
-    P2,
-    Estimator,
-    Family,
-    LongRun,
-    forms,
-)
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import pumma as fast
 from ..properties import checks, strategies
 from ..reference import pumma as reference
@@ -25,7 +15,8 @@ FAMILY = Family(
     title="PUMMA",
     paper=checks.PAPERS["pumma"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", ENGINE), ("dual", ANY | P2 | ENGINE)),
+    fast_forms=(Form("primal", fast.primal, engine=True),
+                Form("dual", fast.dual, kernels="any", p2_only=True, engine=True)),
     forced_tested=fast.forced_run,
     params_strategy=strategies.pumma_params,
     checks=checks.pumma_checks,

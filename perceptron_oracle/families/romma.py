@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import ANY, ENGINE, LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, LongRun, forms
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import romma as fast
 from ..properties import checks, strategies
 from ..reference import romma as reference
@@ -17,7 +17,8 @@ FAMILY = Family(
     title="ROMMA",
     paper=checks.PAPERS["romma"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", ENGINE), ("dual", ANY | ENGINE)),
+    fast_forms=(Form("primal", fast.primal, engine=True),
+                Form("dual", fast.dual, kernels="any", engine=True)),
     params_strategy=strategies.romma_params,
     checks=checks.romma_checks,
     golden=golden_cases.romma_pumma_file,   # one file with PUMMA's cases

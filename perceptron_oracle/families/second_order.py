@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
-from ..family import ANY, ENGINE, LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, LongRun, forms
+from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import second_order as fast
 from ..properties import checks, strategies
 from ..reference import second_order as reference
@@ -13,7 +13,8 @@ FAMILY = Family(
     title="the Second-Order Perceptron",
     paper=checks.PAPERS["second_order"],
     reference=reference,
-    fast_forms=forms(fast, ("primal", ENGINE), ("dual", ANY)),
+    fast_forms=(Form("primal", fast.primal, engine=True),
+                Form("dual", fast.dual, kernels="any")),
     params_strategy=strategies.second_order_params,
     params_from_data=strategies.second_order_from_data,
     checks=checks.second_order_checks,

@@ -28,12 +28,15 @@ kernel dual (with the linear kernel both duals run their primal's loop).
 
 This module is the numba-free front that every compiled family shares (engine choice, the
 flags, the CSR parts, the overflow report); the loops themselves are module-level functions
-of ``fast._numba`` (``fast._compiled_romma`` and ``fast._compiled_multiclass`` front theirs),
-which imports numba and is imported at the first compiled run only.  Every function is
+of one module per family (``fast._numba_perceptron`` and ``fast._numba_pnorm`` here,
+``perceptron_loops`` and ``pnorm_loops``; ``fast._compiled_romma``, ``fast._compiled_pumma``
+and ``fast._compiled_multiclass`` front theirs) on the shared base ``fast._numba``
+(``kernels``), which import numba and are imported at the first compiled run only.  The slots
+of the state arrays they share with their callers are named in ``fast._slots``.  Every function is
 compiled for one signature (float64 data, int64 counts, scipy's int32 CSR indices), with IEEE
 arithmetic (``error_model="numpy"``: a division by zero gives inf or NaN as in numpy, and the
 overflow report follows).  ``cache=True`` is used when numba can write a cache (next to
-``fast._numba``, or its user-wide cache directory): a new process loads the loops from it
+the loops' modules, or its user-wide cache directory): a new process loads the loops from it
 (``fast._numba`` says why they must call each other as globals for that).  A read-only
 install without either compiles at each process start, without error.
 """
@@ -90,13 +93,31 @@ def choose(engine: str, *, compiled_serves: bool = True, kernel: Kernel | None =
 
 @functools.cache
 def kernels() -> ModuleType:
-    """The module of the compiled loops, ``fast._numba``: imported (and numba with it) at
-    the first compiled run; each loop is compiled, or loaded from numba's cache, at its first
+    """The shared base of the compiled loops, ``fast._numba`` (the kernel duals' blocks,
+    ``link_inverse``, ``weighted_rows``, ...): imported (and numba with it) at the first
+    compiled run; each function is compiled, or loaded from numba's cache, at its first
     call.  Kept after the first call: an import statement costs about 3 us, and the kernel
     duals' block walks ask for the module once per block.  Imported here, not at the top:
-    numba is the optional extra ``fast``."""
+    numba is the optional extra ``fast``.  The families' loops are in their own modules
+    (``perceptron_loops``, ``pnorm_loops`` and the other fronts' ``loops``)."""
     from . import _numba
     return _numba
+
+
+@functools.cache
+def perceptron_loops() -> ModuleType:
+    """The Perceptron's compiled loops, ``fast._numba_perceptron`` (``perceptron_primal``,
+    ``perceptron_dual_block``), imported at the first call (``kernels``)."""
+    from . import _numba_perceptron
+    return _numba_perceptron
+
+
+@functools.cache
+def pnorm_loops() -> ModuleType:
+    """The p-norm Perceptron's compiled loop, ``fast._numba_pnorm`` (``pnorm_primal``),
+    imported at the first call (``kernels``)."""
+    from . import _numba_pnorm
+    return _numba_pnorm
 
 
 def kernel_code(kern: Kernel) -> tuple[int, int, float, float]:
@@ -166,18 +187,19 @@ def csr_parts(X: Any) -> tuple[Any, Any, Any, Any, bool]:
 
 def hypothesis_tally(n: int) -> np.ndarray:
     """The 2 x n x 2 array in which the compiled Perceptron primal loop builds the averaged
-    and the longest survivor's w during the run (``fast._numba.perceptron_primal``): [0] per
-    coordinate the averaged w_i and the vote count at its last fold (``fold_and_add``), [1]
-    the longest survivor's w_i (column 0) and the examples of the updates since it was
-    saved (column 1, the first of them; ``save_survivor``)."""
+    and the longest survivor's w during the run
+    (``fast._numba_perceptron.perceptron_primal``): [0] per coordinate the averaged w_i and
+    the vote count at its last fold (``fold_and_add``), [1] the longest survivor's w_i
+    (column 0) and the examples of the updates since it was saved (column 1, the first of
+    them; ``save_survivor``)."""
     return np.zeros((2, n, 2))
 
 
 #: The compiled Perceptron primal builds the averaged w during the run once this many
 #: updates have come at one trial in 8 or more; before, and in runs with rarer updates, from
-#: the update history (``fast._numba.catch_up``).  Measured on 100,000 x 20,000 CSR rows:
-#: at 3% updates a fold in the loop costs about 2 us per update (the tally's lines fall out
-#: of cache between updates), a pass over the updated rows afterwards 0.6.
+#: the update history (``fast._numba_perceptron.catch_up``).  Measured on 100,000 x 20,000
+#: CSR rows: at 3% updates a fold in the loop costs about 2 us per update (the tally's lines
+#: fall out of cache between updates), a pass over the updated rows afterwards 0.6.
 FOLD_FROM = 64
 
 

@@ -25,20 +25,22 @@ Each loop writes per learner and trial the flags of ``fast._compiled`` (mistake,
 blocked), keeps alpha per (example, learner) and b per learner, and stops at the first
 score that is not finite (the caller raises the driver's ``FloatRangeError``).  The dual
 loop also returns when its support store is full (the caller doubles it and resumes at the
-trial it names).  The loops are ``fast._numba``'s ``ovr_primal``, ``block_scores`` and
+trial it names).  The loops are ``fast._numba_multiclass``'s ``ovr_primal``, ``block_scores`` and
 ``ovr_dual_block`` (with the jitted helpers they call), compiled and cached as
 ``fast._compiled`` says, at the first compiled run.
 """
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 
-from . import _compiled
 from ._flags import DONE as DONE  # the return codes, re-exported for fast.multiclass
 from ._flags import FULL_BASE as FULL_BASE
 
 
+@functools.cache
 def loops() -> ModuleType:
     """The module holding the compiled loops, imported at its first call."""
-    return _compiled.kernels()
+    from . import _numba_multiclass
+    return _numba_multiclass

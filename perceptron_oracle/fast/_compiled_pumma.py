@@ -12,10 +12,10 @@ forms themselves compiled without reassociation).  An update makes two or three 
 the pair's two scores); for dense X and the hard margin the loop calls one helper per pass
 (``dense_pair``, ``hard_step``, ``dense_move``), each a single loop, so that numba prunes its
 reference counts on the arrays (a function looping over them several times keeps them: six
-locked operations per update; ``fast._numba.pumma_primal``); with the soft margin or CSR rows
+locked operations per update; ``fast._numba_pumma.pumma_primal``); with the soft margin or CSR rows
 ``pumma_pair_update`` makes the same passes.
 
-p > 2 (``fast._numba.pumma_pnorm_primal``): ``fast.pumma.PNormSpace``'s pair_solve and
+p > 2 (``fast._numba_pumma.pumma_pnorm_primal``): ``fast.pumma.PNormSpace``'s pair_solve and
 pair_apply (z, f^{-1}(z) by ``link_inverse``, case (i) with CASE_TIE, the infeasibility
 test, case (ii) by the compiled Newton ``pumma_newton`` warm-started from the last case-(ii)
 solution; theta = phi, w = f^{-1}(phi), tt = w.phi) in one helper per update
@@ -53,19 +53,20 @@ errors): the dual form with another kernel, and every shadow run: a run under
 which records the update test's left side y score + xi_j beside each score (the
 reference's soft-margin fragile rule reads both) and is the block-ahead driver's only.
 
-The loops are ``fast._numba.pumma_primal`` and ``pumma_pnorm_primal`` (with the jitted
+The loops are ``fast._numba_pumma.pumma_primal`` and ``pumma_pnorm_primal`` (with the jitted
 helpers they call), compiled and cached as ``fast._compiled`` says, at the first compiled
 run.
 """
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 
-from . import _compiled
 
-
+@functools.cache
 def loops() -> ModuleType:
     """The module holding the compiled loops (``pumma_primal``, ``pumma_pnorm_primal``) and
     their helpers, imported at its first call."""
-    return _compiled.kernels()
+    from . import _numba_pumma
+    return _numba_pumma

@@ -22,11 +22,11 @@ row holding one scores NaN or infinity whatever w is, so the loop is the finiten
 of dense X.  Float64 rounding may differ from the numpy engine (another summation order),
 never the decisions outside the reference's fragile trials.
 
-The loop is ``fast._numba.romma_primal`` (with the jitted helpers it calls), compiled and
+The loop is ``fast._numba_romma.romma_primal`` (with the jitted helpers it calls), compiled and
 cached as ``fast._compiled`` says, at the first compiled run.
 
 The dual form with a non-linear kernel on dense X is not a per-trial loop but a walk over
-blocks of kernel values (``fast.romma._dual_compiled``, ``fast._numba.romma_dual_block``;
+blocks of kernel values (``fast.romma._dual_compiled``, ``fast._numba_romma.romma_dual_block``;
 SPEC.md 14.7): one product gives a block's kernel values against the support of its start,
 the walk scores its trials in turn, solves an update by the dual's closed forms (``v.z`` the
 margin, ``||v||^2`` carried, D by ``||z||^2 ||v||^2 - (v.z)^2`` against ``SINGULAR``), and
@@ -37,12 +37,13 @@ against the T x |S| kernel block.
 
 from __future__ import annotations
 
+import functools
 from types import ModuleType
 
-from . import _compiled
 
-
+@functools.cache
 def loops() -> ModuleType:
     """The module holding the compiled loops (``romma_primal``, ``romma_dual_block``),
     imported at its first call."""
-    return _compiled.kernels()
+    from . import _numba_romma
+    return _numba_romma

@@ -1,7 +1,8 @@
-"""The fixed protocol between a compiled loop (``fast._numba``) and its caller: the per-trial
-flags and return codes the loops write, and the constants they read as such.  A module of
+"""The fixed protocol between a compiled loop (``fast._numba`` and its family modules
+``fast._numba_*``) and its caller: the per-trial flags and return codes the loops write, and
+the constants they read as such (the state arrays' slots are ``fast._slots``).  A module of
 constants only, imported by the fronts (``fast._compiled``, ``fast._compiled_multiclass``)
-and by ``fast._numba`` alike, so neither side imports the other for them.
+and by the loop modules alike, so neither side imports the other for them.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ the previous estimate and the latest gap), doubling after a block without an upd
 to half the estimate after one, within [MIN_BLOCK, MAX_BLOCK].
 
 This is the numpy engine's path.  With numba installed, ``engine="auto"`` runs a form's
-compiled loop instead where it has one (``fast._compiled``, ``fast._numba``).
+compiled loop instead where it has one (``fast._compiled``, ``fast._numba`` and its family
+modules).
 """
 
 from __future__ import annotations

@@ -92,13 +92,15 @@ def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
     return trials >= COMPILED_MIN_TRIALS and numba_available()
 
 
+@functools.cache
 def compiled() -> Any:
-    """The module of the numba loops (``fast._numba``: ``ho_primal`` here, ``sop_primal`` in
-    ``fast.second_order``), imported at first use.  Level-2 BLAS (dsymv, dsyr, dsyr2) is
-    called through scipy's ``cython_blas`` function pointers (``blas_pointers``, passed to
-    the loops), on the same column-major upper-triangle storage as the numpy path's
-    ``scipy.linalg.blas`` calls."""
-    return _compiled.kernels()
+    """The module of the numba loops (``fast._numba_higher_order``: ``ho_primal`` and
+    ``ho_explicit_b`` here, ``sop_primal`` in ``fast.second_order``), imported at first
+    use.  Level-2 BLAS (dsymv, dsyr, dsyr2) is called through scipy's ``cython_blas``
+    function pointers (``blas_pointers``, passed to the loops), on the same column-major
+    upper-triangle storage as the numpy path's ``scipy.linalg.blas`` calls."""
+    from . import _numba_higher_order
+    return _numba_higher_order
 
 
 @functools.cache
@@ -678,7 +680,7 @@ class _Implicit(_Model):
 
     def compiled_step(self, t: int, end: int) -> tuple[int, np.ndarray, bool]:
         """p = 2: the primal's compiled loop from the first trial.  p != 2: B_k's compiled
-        loop (``fast._numba.ho_explicit_b``), from the first trial (B_0 = I) up to
+        loop (``fast._numba_higher_order.ho_explicit_b``), from the first trial (B_0 = I) up to
         COMPILED_EXPLICIT_MAX_N features, else after the implicit form's switch (before it
         ``implicit_step``)."""
         if self.p != 2.0:

@@ -51,6 +51,14 @@ from ..reference.perceptron import PARAMS, PREDICTION_MODES
 from ..trace import Trace
 from . import _compiled
 from . import _compiled_multiclass as cm
+from ._slots import (
+    OVR_BAD_SCORE,
+    OVR_STATE_SIZE,
+    PERCEPTRON_B,
+    PERCEPTRON_BAD_SCORE,
+    PERCEPTRON_STATE_SIZE,
+    PERCEPTRON_SUPPORTS,
+)
 from .blas_threads import OneBlasThread
 from .driver import MAX_BLOCK, MIN_BLOCK, finite_final, float_range_error
 from .perceptron import compiled_dual_walk
@@ -260,7 +268,7 @@ class PerceptronOvR:
         slot = np.full(T, -1, dtype=np.int64)
         flags = np.zeros((self.K, epochs * T), dtype=np.uint8)
         n_support = np.array([self.n_support], dtype=np.int64)
-        state = np.zeros(1)
+        state = np.zeros(OVR_STATE_SIZE)
         use_lam = bool(self.lam)
         lam_terms = (self.lam * Y * self.kernel.diagonal(X)[:, None] if use_lam
                      else np.zeros((1, 1)))
@@ -279,7 +287,8 @@ class PerceptronOvR:
                 bad = self._dual_compiled(X, Y, epochs, lam_terms, use_lam, bound, alpha,
                                           slot, n_support, flags, state)
         # the primal loops score every row: a NaN or infinity in X, named as validate() does
-        _compiled.raise_if_bad(bad, T, state[0], X if self.form == "primal" else None,
+        _compiled.raise_if_bad(bad, T, state[OVR_BAD_SCORE],
+                               X if self.form == "primal" else None,
                                self.trials)
         self._keep_supports(X, alpha, slot, int(n_support[0]))
         self._record_flags(flags, slot, Y)
@@ -426,7 +435,8 @@ class PerceptronOvR:
         coef in place; rows that no support fills stay untouched).  Returns the walk's
         report."""
         first = int(n_support[0])
-        binary = np.array([self.b[0], 0.0, float(first)])  # b, a bad score, supports
+        binary = np.zeros(PERCEPTRON_STATE_SIZE)  # the binary walk's state
+        binary[PERCEPTRON_B], binary[PERCEPTRON_SUPPORTS] = self.b[0], float(first)
         with OneBlasThread():  # the blocks' products (fast.blas_threads)
             bad, store = compiled_dual_walk(X, Y[:, 0], epochs, self.kernel, rule,
                                             alpha[:, 0], slot,
@@ -434,7 +444,8 @@ class PerceptronOvR:
                                             first + X.shape[0], binary, flags[0],
                                             np.zeros(1), False)
         assert store[0] is self.rows, "the walk grew a store that had room for every example"
-        self.b[0], state[0], n_support[0] = binary[0], binary[1], int(binary[2])
+        self.b[0], state[OVR_BAD_SCORE] = binary[PERCEPTRON_B], binary[PERCEPTRON_BAD_SCORE]
+        n_support[0] = int(binary[PERCEPTRON_SUPPORTS])
         return bad
 
     def _grow_dual_store(self, S: int) -> None:
@@ -454,16 +465,17 @@ class PerceptronOvR:
         are numbered afterwards by first update, as the shared loop numbers them."""
         T = X.shape[0]
         dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
-        binary = np.array([self.b[0], 0.0, 0.0, 0.0])
+        binary = np.zeros(PERCEPTRON_STATE_SIZE)  # the binary loop's state
+        binary[PERCEPTRON_B] = self.b[0]
         column = alpha[:, 0]  # views: the loop updates alpha, w and the flags in place
-        bad = _compiled.kernels().perceptron_primal(
+        bad = _compiled.perceptron_loops().perceptron_primal(
             dense, indptr, indices, data, sparse, Y[:, 0], epochs, self.eta, self.C,
             self.tau, lam_terms[:, 0] if use_lam else np.zeros(1), use_lam, bound,
             self.W[0], column, binary, flags[0],
             np.zeros(1), False, np.zeros((2, 1, 2)), np.zeros((1, 2), dtype=np.int64),
             _compiled.FOLD_FROM, False)
-        self.b[0] = binary[0]
-        state[0] = binary[1]
+        self.b[0] = binary[PERCEPTRON_B]
+        state[OVR_BAD_SCORE] = binary[PERCEPTRON_BAD_SCORE]
         updated = np.flatnonzero(flags[0] & _compiled.UPDATE) % T
         first = np.full(T, updated.shape[0])  # each example's first update, by its rank
         np.minimum.at(first, updated, np.arange(updated.shape[0]))

@@ -28,6 +28,14 @@ from ..reference.common import check_epochs
 from ..reference.perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
+from ._slots import (
+    PERCEPTRON_B,
+    PERCEPTRON_BAD_SCORE,
+    PERCEPTRON_LONGEST,
+    PERCEPTRON_STATE_SIZE,
+    PERCEPTRON_SUPPORTS,
+    PERCEPTRON_VOTES,
+)
 from .blas_threads import OneBlasThread
 from .driver import finite_final, run_blocks
 
@@ -216,7 +224,8 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
     T = model.y.shape[0]
     flags = np.zeros(epochs * T, dtype=np.uint8)
     scores = np.zeros(epochs * T if record_scores else 1)
-    state = np.array([model.b, 0.0, 0.0, 0.0])
+    state = np.zeros(PERCEPTRON_STATE_SIZE)
+    state[PERCEPTRON_B] = model.b
     if form == "primal":
         assert isinstance(model, _Primal)
         bad = _compiled_primal(model, epochs, flags, scores, state, record_scores)
@@ -224,8 +233,8 @@ def _run_compiled(form: str, model: _Model, epochs: int, record_scores: bool
     else:
         bad = _compiled_dual(model, epochs, flags, scores, state, record_scores)
         checked = model.X if model.kernel.propagates_nonfinite else None  # as in _run
-    _compiled.raise_if_bad(bad, T, state[1], checked)
-    model.b = float(state[0])
+    _compiled.raise_if_bad(bad, T, state[PERCEPTRON_BAD_SCORE], checked)
+    model.b = float(state[PERCEPTRON_B])
     mistakes, updates, blocked = _compiled.split_flags(flags)
     if form == "dual" and checked is not None:  # the rows scored before any support existed
         check_finite_rows(model.X[:int(updates[0]) + 1 if updates.size else T])
@@ -249,12 +258,13 @@ def _compiled_primal(model: _Primal, epochs: int, flags: np.ndarray, scores: np.
     yf, lam_terms, bound = _loop_arguments(model)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
     tally = _compiled.hypothesis_tally(model.w.shape[0])
-    bad = int(_compiled.kernels().perceptron_primal(
+    bad = int(_compiled.perceptron_loops().perceptron_primal(
         dense, indptr, indices, data, sparse, yf, epochs, model.eta, model.C, model.tau,
         lam_terms, model.lam_terms is not None, bound, model.w, model.alpha, state, flags,
         scores, record_scores, tally, _compiled.update_history(epochs * model.y.shape[0]),
         _compiled.FOLD_FROM, True))
-    model.built = _BuiltWeights(int(state[3]), tally[1, :, 0], int(state[2]), tally[0, :, 0])
+    model.built = _BuiltWeights(int(state[PERCEPTRON_LONGEST]), tally[1, :, 0],
+                                int(state[PERCEPTRON_VOTES]), tally[0, :, 0])
     return bad
 
 
@@ -284,11 +294,11 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
     ``rule`` = (eta, C, tau, lambda terms, whether they apply, alpha-bound or -1); ``slot``
     maps each example to its support id (-1: none yet); ``store`` = [support rows, their
     squared norms (``_compiled.kernel_norms``: 0 under all but the Gaussian kernel),
-    coef = eta alpha y] holds the state[2] supports so far (a caller may start
+    coef = eta alpha y] holds the state[PERCEPTRON_SUPPORTS] supports so far (a caller may start
     with supports of its own); it grows up to ``most`` supports as the walk needs.
     Returns the first trial whose score is not finite (or -1) and the store."""
     T = X.shape[0]
-    loops = _compiled.kernels()
+    loops = _compiled.perceptron_loops()
     kernel = _compiled.kernel_code(kern)
     sq = _compiled.kernel_norms(X, kern)
     base = np.zeros(_Dual.MAX_BLOCK)
@@ -297,7 +307,7 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
         for epoch in range(epochs):
             lo = 0
             while lo < T:
-                S0 = int(state[2])
+                S0 = int(state[PERCEPTRON_SUPPORTS])
                 hi = min(T, lo + _Dual.block_length(S0, entered, seen))
                 need = min(S0 + hi - lo, most)  # room for a support per example of the block
                 if store[0].shape[0] < need:
@@ -309,7 +319,8 @@ def compiled_dual_walk(X: np.ndarray, yf: np.ndarray, epochs: int, kern: Kernel,
                     *store, state, flags, scores, record_scores)
                 if bad >= 0:
                     return int(bad), store
-                entered, seen, lo = entered + int(state[2]) - S0, seen + hi - lo, hi
+                entered += int(state[PERCEPTRON_SUPPORTS]) - S0
+                seen, lo = seen + hi - lo, hi
     return -1, store
 
 

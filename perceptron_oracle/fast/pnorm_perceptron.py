@@ -29,6 +29,7 @@ from ..reference.common import check_epochs
 from ..reference.pnorm_perceptron import PARAMS
 from ..trace import Trace
 from . import _compiled
+from ._slots import PNORM_BAD_SCORE, PNORM_MISTAKES, PNORM_STATE_SIZE
 from .driver import finite_final, run_blocks
 
 
@@ -88,12 +89,13 @@ def _run_compiled(model: _Primal, epochs: int, record_scores: bool
     trials = epochs * T
     mistakes = np.empty(trials, dtype=np.int64)
     scores = np.zeros(trials if record_scores else 1)
-    state = np.zeros(2)
+    state = np.zeros(PNORM_STATE_SIZE)
     dense, indptr, indices, data, sparse = _compiled.csr_parts(model.X)
-    bad = _compiled.kernels().pnorm_primal(dense, indptr, indices, data, sparse,
-                                           model.y.astype(np.float64), epochs, model.p,
-                                           model.v, model.w, state, mistakes, scores,
-                                           record_scores)
-    _compiled.raise_if_bad(bad, T, state[1], model.X)  # a NaN or infinity in X named first
-    made = mistakes[:int(state[0])].tolist()
+    bad = _compiled.pnorm_loops().pnorm_primal(dense, indptr, indices, data, sparse,
+                                               model.y.astype(np.float64), epochs, model.p,
+                                               model.v, model.w, state, mistakes, scores,
+                                               record_scores)
+    # a NaN or infinity in X named first
+    _compiled.raise_if_bad(bad, T, state[PNORM_BAD_SCORE], model.X)
+    made = mistakes[:int(state[PNORM_MISTAKES])].tolist()
     return made, list(made), scores.tolist() if record_scores else None

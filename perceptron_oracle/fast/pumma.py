@@ -14,9 +14,9 @@ hold w.
   (alpha, beta) when that point is better than the paper's (0, 1).  The soft margin
   (24)-(25) adds the slack part of the dual: with a_e = y_e C xi_e the slack enters exactly
   as the augmented coordinates of the p = 2 case.  On the numba engine the run is a
-  compiled per-trial loop (``fast._numba.pumma_pnorm_primal``, :func:`_pnorm_compiled`):
+  compiled per-trial loop (``fast._numba_pumma.pumma_pnorm_primal``, :func:`_pnorm_compiled`):
   ``PNormSpace``'s solve and apply with the same Newton compiled
-  (``fast._numba.pumma_newton``) and f^{-1} by ``fast._numba.link_inverse``; an update
+  (``fast._numba_pumma.pumma_newton``) and f^{-1} by ``fast._numba.link_inverse``; an update
   whose compiled Newton stops above NEWTON_TOLERANCE leaves the loop for the finishing
   pass in Python (:func:`_finish_pending`), and the loop resumes after it.
 - ``dual`` (p = 2, any kernel): fast.maximum_margin.DualSpace; section 4.2's soft margin
@@ -42,6 +42,29 @@ from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
 from . import _compiled, _compiled_pumma
 from ._compiled import TINY_SQUARES
+from ._slots import (
+    PUMMA_ALPHA,
+    PUMMA_B,
+    PUMMA_BAD_SCORE,
+    PUMMA_CONST_CASE_TIE,
+    PUMMA_CONST_NEWTON_MAX_STEPS,
+    PUMMA_CONST_NEWTON_STOP,
+    PUMMA_CONST_NEWTON_TOLERANCE,
+    PUMMA_CONST_RESIDUAL_SINGULAR,
+    PUMMA_CONST_SINGULAR,
+    PUMMA_CONSTS_SIZE,
+    PUMMA_LAST1,
+    PUMMA_MISTAKES,
+    PUMMA_NEG,
+    PUMMA_PENDING_NEG,
+    PUMMA_PENDING_POS,
+    PUMMA_PENDING_TRIAL,
+    PUMMA_PNORM_STATE_SIZE,
+    PUMMA_POS,
+    PUMMA_STATE_SIZE,
+    PUMMA_TARGET,
+    PUMMA_UPDATES,
+)
 from .driver import finite_final, forced_updates, run_blocks
 from .maximum_margin import (
     RESIDUAL_SINGULAR,
@@ -76,7 +99,7 @@ class PNormSpace(PrimalSpace):
         self.theta = np.zeros(X.shape[1])
         self.tt = 0.0
         self.last = (0.0, 1.0)  # the previous case (ii) solution (alpha, beta)
-        #: ``fast._numba`` when compiled (the compiled Newton and f^-1; the p > 2 loop's
+        #: ``fast._numba_pumma`` when compiled (the compiled Newton and f^-1; the p > 2 loop's
         #: space, and ``setup``'s ``compiled``), else None
         self.kernels: Any = _compiled_pumma.loops() if compiled else None
 
@@ -205,7 +228,7 @@ class PNormSpace(PrimalSpace):
 
     def _newton_compiled(self, z: np.ndarray, zs: float, vs: float, ss: float, target: float,
                          alpha_i: float) -> tuple[float, float, np.ndarray]:
-        """:meth:`_newton` by the compiled loop (``fast._numba.pumma_newton``): the same
+        """:meth:`_newton` by the compiled loop (``fast._numba_pumma.pumma_newton``): the same
         start, steps, line search and stopping rules, its sums in another order; the
         finishing pass (:meth:`_finish`) in Python when its residual exceeds
         NEWTON_TOLERANCE."""
@@ -497,16 +520,17 @@ class _CompiledRun:
         self.w = np.zeros(n)
 
     def trace(self) -> Trace:
-        """The run's trace from state = [pos, neg, b, _, mistakes, updates, ...]."""
-        pos, neg = int(self.state[0]), int(self.state[1])
-        final: dict[str, Any] = {"w": self.w.copy(), "b": float(self.state[2]),
+        """The run's trace from the state (``fast._slots``' PUMMA_*)."""
+        pos, neg = int(self.state[PUMMA_POS]), int(self.state[PUMMA_NEG])
+        final: dict[str, Any] = {"w": self.w.copy(), "b": float(self.state[PUMMA_B]),
                                  **pair_indices(pos, neg)}
         if self.soft:
             final["xi"] = self.a * self.y * self.inv_c
-        done = self.updates[:int(self.state[5])].tolist()
+        done = self.updates[:int(self.state[PUMMA_UPDATES])].tolist()
         return Trace(algorithm="pumma", form=self.form, kernel=self.kern.spec,
                      params=self.params, n_examples=self.T, epochs=self.epochs,
-                     mistakes=self.mistakes[:int(self.state[4])].tolist(), updates=done,
+                     mistakes=self.mistakes[:int(self.state[PUMMA_MISTAKES])].tolist(),
+                     updates=done,
                      final=finite_final(final, done, self.T),
                      scores=self.scores.tolist() if self.record else None)
 
@@ -514,25 +538,37 @@ class _CompiledRun:
 def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
                      given: dict[str, Any], record_scores: bool) -> Trace:
     """The run for p = 2 and the linear kernel by the compiled per-trial loop
-    (``fast._numba.pumma_primal``), traced as ``form``'s."""
+    (``fast._numba_pumma.pumma_primal``), traced as ``form``'s."""
     run = _CompiledRun(form, X, y, epochs, kernel, given, record_scores,
-                       [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0])  # pos, neg, b, ...
+                       _start_state(PUMMA_STATE_SIZE))
     bad = _compiled_pumma.loops().pumma_primal(
         *run.parts, run.labels, run.epochs, run.threshold, RESIDUAL_SINGULAR, run.inv_c,
         run.soft, run.w, np.zeros(run.w.shape[0]), run.a, run.held, run.mark, run.state,
         run.mistakes, run.updates, run.scores, run.record)
-    _compiled.raise_if_bad(bad, run.T, run.state[3], run.X)  # dense X: NaN, inf named first
+    # dense X: NaN, inf named first
+    _compiled.raise_if_bad(bad, run.T, run.state[PUMMA_BAD_SCORE], run.X)
     return run.trace()
 
 
-#: The p > 2 loop's start state (``fast._numba.pumma_pnorm_primal``): no pair, b = -1,
-#: tt = 0, the warm start (0, 1) (``PNormSpace.last``), no pending Newton.
-PNORM_START = [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0] + [0.0] * 8
+def _start_state(size: int) -> list[float]:
+    """A loop's start state (``fast._slots``' PUMMA_*, ``size`` slots): no pair, b = -1;
+    for p > 2 (``PUMMA_PNORM_STATE_SIZE``) tt = 0, the warm start (0, 1)
+    (``PNormSpace.last``), no pending Newton; every count 0."""
+    state = [0.0] * size
+    state[PUMMA_POS] = state[PUMMA_NEG] = state[PUMMA_B] = -1.0
+    if size > PUMMA_STATE_SIZE:
+        state[PUMMA_LAST1] = 1.0
+        state[PUMMA_PENDING_TRIAL] = -1.0
+    return state
+
+
+#: The p > 2 loop's start state (``fast._numba_pumma.pumma_pnorm_primal``).
+PNORM_START = _start_state(PUMMA_PNORM_STATE_SIZE)
 
 
 def _pnorm_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
                     given: dict[str, Any], record_scores: bool) -> Trace:
-    """The run for p > 2 by the compiled per-trial loop (``fast._numba.pumma_pnorm_primal``),
+    """The run for p > 2 by the compiled per-trial loop (``fast._numba_pumma.pumma_pnorm_primal``),
     traced as ``form``'s.  A ``PNormSpace`` holds w and theta (the loop's, in place) and
     the soft margin's a, for its Python finishing pass: where the loop stops at an update
     whose compiled Newton left a residual above NEWTON_TOLERANCE, :func:`_finish_pending`
@@ -545,36 +581,43 @@ def _pnorm_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
         assert space.a is not None  # C given: the space keeps a
         run.a = space.a
     scratch = [np.zeros(run.w.shape[0]) for _ in range(3)]  # z, f^{-1}(z), phi
-    consts = np.array([RESIDUAL_SINGULAR, CASE_TIE, NEWTON_TOLERANCE, NEWTON_MAX_STEPS,
-                       NEWTON_STOP, SINGULAR])
+    consts = np.zeros(PUMMA_CONSTS_SIZE)
+    consts[PUMMA_CONST_RESIDUAL_SINGULAR] = RESIDUAL_SINGULAR
+    consts[PUMMA_CONST_CASE_TIE] = CASE_TIE
+    consts[PUMMA_CONST_NEWTON_TOLERANCE] = NEWTON_TOLERANCE
+    consts[PUMMA_CONST_NEWTON_MAX_STEPS] = NEWTON_MAX_STEPS
+    consts[PUMMA_CONST_NEWTON_STOP] = NEWTON_STOP
+    consts[PUMMA_CONST_SINGULAR] = SINGULAR
     loops, start = space.kernels, 0
     while True:
         bad = loops.pumma_pnorm_primal(
             *run.parts, run.labels, run.epochs, start, run.threshold, p, run.inv_c,
             run.soft, consts, space.w, space.theta, *scratch, run.a, run.held, run.mark,
             run.state, run.mistakes, run.updates, run.scores, run.record)
-        _compiled.raise_if_bad(bad, run.T, run.state[3], run.X)
-        if run.state[10] < 0:
+        _compiled.raise_if_bad(bad, run.T, run.state[PUMMA_BAD_SCORE], run.X)
+        if run.state[PUMMA_PENDING_TRIAL] < 0:
             return run.trace()
         start = _finish_pending(run, space, scratch[0]) + 1
 
 
 def _finish_pending(run: _CompiledRun, space: PNormSpace, z: np.ndarray) -> int:
-    """The update the p > 2 loop stopped at (state[10:19]: trial, pos, neg, the compiled
-    Newton's (alpha, beta), zs, vs, ss, target; z = x_pos - x_neg): finished by
+    """The update the p > 2 loop stopped at (state PUMMA_PENDING_TRIAL .. PUMMA_TARGET:
+    trial, pos, neg, the compiled Newton's (alpha, beta), zs, vs, ss, target;
+    z = x_pos - x_neg): finished by
     :meth:`PNormSpace._finish` (the reference's float64 Newton) as the driver's numba path
     does, applied by the loop's ``pnorm_pair_apply`` (pair_apply and the bias (20)) and
     counted.  Returns its trial."""
     state = run.state
-    t, pos, neg = int(state[10]), int(state[11]), int(state[12])
-    x0, x1, zs, vs, ss, target = state[13:19].tolist()
+    t = int(state[PUMMA_PENDING_TRIAL])
+    pos, neg = int(state[PUMMA_PENDING_POS]), int(state[PUMMA_PENDING_NEG])
+    x0, x1, zs, vs, ss, target = state[PUMMA_ALPHA:PUMMA_TARGET + 1].tolist()
     A, S, rhs = space._dual_parts(z, zs, vs, ss, target)
     x = space._finish(np.array([x0, x1]), z, vs, ss, target, A, S, rhs)
     space.kernels.pnorm_pair_apply(*run.parts, pos, neg, space.p, run.inv_c, run.soft,
                                    float(x[0]), float(x[1]), x @ A, space.theta, space.w,
                                    run.a, run.held, state)
-    run.updates[int(state[5])] = t
-    state[5] += 1
+    run.updates[int(state[PUMMA_UPDATES])] = t
+    state[PUMMA_UPDATES] += 1
     return t
 
 

@@ -27,6 +27,23 @@ from ..reference.common import check_epochs
 from ..reference.romma import PARAMS
 from ..trace import Trace
 from . import _compiled, _compiled_romma
+from ._slots import (
+    ROMMA_BAD_SCORE,
+    ROMMA_DUAL_BAD_SCORE,
+    ROMMA_DUAL_LAST,
+    ROMMA_DUAL_LIMITS_SIZE,
+    ROMMA_DUAL_MAX_FOLDS,
+    ROMMA_DUAL_NEXT,
+    ROMMA_DUAL_REFRESH,
+    ROMMA_DUAL_STALE,
+    ROMMA_DUAL_STATE_SIZE,
+    ROMMA_DUAL_SUPPORTS,
+    ROMMA_DUAL_VV,
+    ROMMA_LAST,
+    ROMMA_MISTAKES,
+    ROMMA_STATE_SIZE,
+    ROMMA_UPDATES,
+)
 from .blas_threads import OneBlasThread
 from .driver import finite_final, run_blocks
 from .maximum_margin import (
@@ -121,7 +138,8 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     T, n = X.shape
     dense, indptr, indices, data, sparse = _compiled.csr_parts(X)
     w = np.zeros(n)
-    state = np.array([-1.0, 0.0, 0.0, 0.0])
+    state = np.zeros(ROMMA_STATE_SIZE)
+    state[ROMMA_LAST] = -1.0  # no example updated yet
     trials = epochs * T
     mistakes, updates = np.empty(trials, dtype=np.int64), np.empty(trials, dtype=np.int64)
     scores = np.zeros(trials if record_scores else 1)
@@ -129,10 +147,12 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
         dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
         1.0 - float(p["delta"]), RESIDUAL_SINGULAR, w, np.zeros(n if sparse else 1), state,
         mistakes, updates, scores, record_scores)
-    _compiled.raise_if_bad(bad, T, state[1], X)  # dense X: a NaN or infinity named first
-    done = updates[:int(state[3])].tolist()
+    # dense X: a NaN or infinity named first
+    _compiled.raise_if_bad(bad, T, state[ROMMA_BAD_SCORE], X)
+    done = updates[:int(state[ROMMA_UPDATES])].tolist()
+    made = mistakes[:int(state[ROMMA_MISTAKES])].tolist()
     return Trace(algorithm="romma", form=form, kernel=kern.spec, params=p,
-                 n_examples=T, epochs=epochs, mistakes=mistakes[:int(state[2])].tolist(),
+                 n_examples=T, epochs=epochs, mistakes=made,
                  updates=done, final=finite_final({"w": w}, done, T),
                  scores=scores.tolist() if record_scores else None)
 
@@ -161,7 +181,7 @@ class _DualStore:
     """The compiled dual's support: its rows (``rows``, contiguous for the block's
     product), squared norms, coefficients and examples by position, ``slot`` the position
     of each example (-1 outside), ``kernel`` the kernel as the loops take it, ``loops``
-    ``fast._numba`` (``fast._compiled_romma.loops``)."""
+    ``fast._numba_romma`` (``fast._compiled_romma.loops``)."""
 
     def __init__(self, X: np.ndarray, kern: Kernel):
         T, n = X.shape
@@ -207,19 +227,22 @@ def _dual_walk(store: _DualStore, y: np.ndarray, epochs: int, threshold: float,
                flags: np.ndarray, scores: np.ndarray, record: bool) -> tuple[int, np.ndarray]:
     """The compiled dual's run: blocks of one epoch's examples (``_dual_block_length``),
     each block's kernel values against the support of its start by one product, then
-    ``fast._numba.romma_dual_block`` walks it trial by trial, each update folded into the
+    ``fast._numba_romma.romma_dual_block`` walks it trial by trial, each update folded into the
     later trials' scores, until the block's end or a stop (MAX_FOLDS updates in the
     block, or ||w||^2 due afresh: recomputed here).  Returns the first trial whose score is
-    not finite (or -1) and the state [last, bad score, S, ||w||^2, next, stale]."""
+    not finite (or -1) and the state (``fast._slots``' ROMMA_DUAL_*)."""
     X, T, loops = store.X, store.X.shape[0], store.loops
-    state = np.array([-1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
-    limits = np.array([DualSpace.MAX_FOLDS, DualSpace.REFRESH], dtype=np.int64)
+    state = np.zeros(ROMMA_DUAL_STATE_SIZE)
+    state[ROMMA_DUAL_LAST] = -1.0  # no example updated yet
+    limits = np.zeros(ROMMA_DUAL_LIMITS_SIZE, dtype=np.int64)
+    limits[ROMMA_DUAL_MAX_FOLDS], limits[ROMMA_DUAL_REFRESH] = (DualSpace.MAX_FOLDS,
+                                                                DualSpace.REFRESH)
     base = np.zeros(DUAL_MAX_BLOCK)
     entered = updates = seen = 0
     for epoch in range(epochs):
         lo = 0
         while lo < T:
-            S0 = int(state[2])
+            S0 = int(state[ROMMA_DUAL_SUPPORTS])
             hi = min(T, lo + _dual_block_length(S0, entered, updates, seen))
             store.room(S0, min(S0 + hi - lo, T))
             Kt = store.kernel_block(store.rows[:S0], store.sq_rows[:S0], lo, hi, store.sq, X)
@@ -230,9 +253,9 @@ def _dual_walk(store: _DualStore, y: np.ndarray, epochs: int, threshold: float,
                 store.sup, state, flags, scores, record)
             if bad >= 0:
                 return int(bad), state
-            S, stop = int(state[2]), int(state[4])
-            if state[5] >= max(DualSpace.REFRESH, S):
-                state[3], state[5] = store.norm2(S), 0.0
+            S, stop = int(state[ROMMA_DUAL_SUPPORTS]), int(state[ROMMA_DUAL_NEXT])
+            if state[ROMMA_DUAL_STALE] >= max(DualSpace.REFRESH, S):
+                state[ROMMA_DUAL_VV], state[ROMMA_DUAL_STALE] = store.norm2(S), 0.0
             done = np.flatnonzero(flags[epoch * T + lo:epoch * T + stop] & _compiled.UPDATE)
             updates, entered = updates + done.size, entered + int(np.sum(krow[done] < 0))
             seen, lo = seen + stop - lo, stop
@@ -256,10 +279,10 @@ def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, A
     with OneBlasThread(), np.errstate(all="ignore"):  # the blocks' many small products
         bad, state = _dual_walk(store, y.astype(np.float64), epochs,
                                 1.0 - float(p["delta"]), flags, scores, record_scores)
-    _compiled.raise_if_bad(bad, T, state[1])
+    _compiled.raise_if_bad(bad, T, state[ROMMA_DUAL_BAD_SCORE])
     mistakes, updated, _ = _compiled.split_flags(flags)
     updates = updated.tolist()
-    alpha = store.alpha(int(state[2]))
+    alpha = store.alpha(int(state[ROMMA_DUAL_SUPPORTS]))
     return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=p, n_examples=T,
                  epochs=epochs, mistakes=mistakes.tolist(),
                  updates=updates, final=finite_final({"alpha": alpha}, updates, T),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from perceptron_oracle import budget
 from perceptron_oracle.benchmark_cases import Benchmark
-from perceptron_oracle.family import ANY, Estimator, Family, LongRun, forms
+from perceptron_oracle.family import Estimator, Family, Form, LongRun
 from perceptron_oracle.golden_specs import CaseSpec, FileSpec, GroupSpec
 from perceptron_oracle.kernels import Kernel
 from perceptron_oracle.properties._base import InvariantViolation
@@ -110,8 +110,8 @@ FAMILY = Family(
     title="the toy margin Perceptron",
     paper="the toy family's README",
     reference=reference,
-    fast_forms=forms(fast, ("primal", {"sparse": False}),
-                     ("dual", ANY | {"sparse": False})),
+    fast_forms=(Form("primal", fast.primal, sparse=False),
+                Form("dual", fast.dual, kernels="any", sparse=False)),
     params_strategy=_params,
     checks=_checks,
     golden=golden_file,
