@@ -2,14 +2,14 @@
 
 A :class:`Family` says everything the project knows about one algorithm family: its exact
 reference (``reference/<name>.py``: ``PARAMS``, the exact run named after the family,
-``final_error_bounds``), its fast forms (:class:`Form`, the default first), the paper it
-comes from, the hypothesis strategy of its parameters, its theorem invariants, its golden
-cases, its long runs, its benchmark cases, the cost model of its exact run, and its
-estimator.  The seven families of the papers are declared in ``families/<name>.py``; the
-registry collects them (``registry.ALGORITHMS``) and every consumer iterates over it: the
-differential suite, ``check``, ``run``, the golden files and the trace schema, ``verify``,
-the fuzzer, the pytest plugin, ``python -m perceptron_oracle.benchmarks``, the long runs and
-the estimators.  :meth:`Family.lacks` lists what a declaration leaves out, so nothing is
+``final_error_bounds``), its fast forms (:class:`Form`, the default first), the hypothesis
+strategy of its parameters, its theorem invariants, its golden cases, its long runs, its
+benchmark cases, the cost model of its exact run, and its estimator.  The seven families of
+the papers are declared in ``families/<name>.py``; the registry collects them
+(``registry.ALGORITHMS``) and every consumer iterates over it: the differential suite,
+``check``, ``run``, the golden files and the trace schema, ``verify``, the fuzzer, the
+pytest plugin, ``python -m perceptron_oracle.benchmarks``, the long runs and the
+estimators.  :meth:`Family.lacks` lists what a declaration leaves out, so nothing is
 skipped in silence.
 """
 
@@ -117,9 +117,9 @@ class Family:
     """One algorithm family, declared once (module docstring).
 
     ``reference``: the family's module in ``reference/``; ``fast_forms``: its fast forms,
-    the default first.  ``title`` and ``paper``: how messages and reports name it.
-    ``params_strategy(p2_only=False)``: a hypothesis strategy of parameter dicts
-    (``properties.strategies``; ``p2_only`` for a form that takes p = 2 only);
+    the default first.  ``params_strategy(p2_only=False)``: a hypothesis strategy of
+    parameter dicts (``properties.strategies``; ``p2_only`` for a form that takes p = 2
+    only);
     ``params_from_data``: a strategy of parameters set from a drawn sequence, drawn last by
     the fuzzer (SOP's a near the data's eigenvalues).  ``checks``: the theorem invariants an
     outside implementation is held to (``properties.checks``).  ``golden``: the golden file
@@ -136,8 +136,6 @@ class Family:
     """
 
     name: str
-    title: str
-    paper: str
     reference: ModuleType
     fast_forms: InitVar[Iterable[Form]]
     params_strategy: Callable[..., SearchStrategy[dict[str, Any]]]

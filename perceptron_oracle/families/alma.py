@@ -11,8 +11,6 @@ from ..reference import alma as reference
 
 FAMILY = Family(
     name="alma",
-    title="ALMA",
-    paper=checks.PAPERS["alma"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal),
                 Form("dual", fast.dual, kernels="any", p2_only=True)),

@@ -10,8 +10,6 @@ from ..reference import higher_order as reference
 
 FAMILY = Family(
     name="higher_order",
-    title="the Higher-Order Perceptron HO_p(c)",
-    paper=checks.PAPERS["higher_order"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, p2_only=True, engine=True),
                 Form("dual", fast.dual, kernels="any", p2_only=True),

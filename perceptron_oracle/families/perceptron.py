@@ -10,8 +10,6 @@ from ..reference import perceptron as reference
 
 FAMILY = Family(
     name="perceptron",
-    title="the Perceptron (Khardon & Wachman's variants)",
-    paper=checks.PAPERS["khardon_wachman"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", engine=True)),

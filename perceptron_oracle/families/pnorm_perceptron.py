@@ -10,8 +10,6 @@ from ..reference import pnorm_perceptron as reference
 
 FAMILY = Family(
     name="pnorm_perceptron",
-    title="the p-norm Perceptron",
-    paper=checks.PAPERS["pnorm"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, engine=True),),
     params_strategy=strategies.pnorm_params,

@@ -12,8 +12,6 @@ from .romma import MPMATH_256
 
 FAMILY = Family(
     name="pumma",
-    title="PUMMA",
-    paper=checks.PAPERS["pumma"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", p2_only=True, engine=True)),

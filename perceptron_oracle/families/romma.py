@@ -14,8 +14,6 @@ MPMATH_256 = {"numbers": "mpmath:256"}
 
 FAMILY = Family(
     name="romma",
-    title="ROMMA",
-    paper=checks.PAPERS["romma"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", engine=True)),

@@ -10,8 +10,6 @@ from ..reference import second_order as reference
 
 FAMILY = Family(
     name="second_order",
-    title="the Second-Order Perceptron",
-    paper=checks.PAPERS["second_order"],
     reference=reference,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any")),

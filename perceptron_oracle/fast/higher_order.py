@@ -44,17 +44,22 @@ from scipy.linalg import blas
 
 from ..data import check_finite_rows, validate
 from ..errors import ParamError
-from ..kernels import Kernel, parse_kernel
+from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..pnorm_float import link_inverse
 from ..reference.common import check_epochs
 from ..reference.higher_order import resolve_params
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
-from .driver import MAX_BLOCK, MIN_BLOCK, DriverResult, finite_final, float_range_error, run_blocks
-
-KERNEL_CACHE_BYTES = 512 * 2**20
-
+from .driver import (
+    MAX_BLOCK,
+    MIN_BLOCK,
+    DriverResult,
+    finite_final,
+    float_range_error,
+    in_forced_run,
+    run_blocks,
+)
 
 # -- the compiled per-trial engine (numba, optional) -------------------------------------------
 #: The keyword ``engine`` of the primal and implicit forms (and of SOP's primal): "auto" (numba
@@ -83,7 +88,6 @@ def check_engine(engine: str) -> str:
 def use_compiled(engine: str, trials: int, dense: bool, record: bool) -> bool:
     """Whether a run takes the compiled per-trial loop.  Shadow runs (``forced_updates``),
     recorded scores and CSR input keep the numpy path."""
-    from .driver import in_forced_run
     check_engine(engine)
     if engine == "numpy" or record or not dense or in_forced_run():
         return False

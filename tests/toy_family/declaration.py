@@ -107,8 +107,6 @@ def _checks() -> list[Check]:
 
 FAMILY = Family(
     name="toy_margin",
-    title="the toy margin Perceptron",
-    paper="the toy family's README",
     reference=reference,
     fast_forms=(Form("primal", fast.primal, sparse=False),
                 Form("dual", fast.dual, kernels="any", sparse=False)),
