@@ -1,13 +1,15 @@
-"""Both engines of the fast Perceptron and p-norm Perceptron forms against the reference.
+"""Both engines of the fast Perceptron and p-norm Perceptron forms: what only their loops do.
 
 ``engine="numba"`` (the compiled per-trial loops of ``fast._compiled``) and ``engine="numpy"``
 (the block-ahead driver) each run on the same drawn sequence and parameters as the exact
 reference, and each must pass ``compare`` as in tests/test_differential.py: the same mistakes
 and updates trial for trial (a divergence only at a fragile trial), the final state (w, b,
 alpha, votes, longest survivor, averaged) within the reference's bounds.  Dense and CSR input,
-the polynomial and Gaussian kernels, every Perceptron parameter, shadow runs
-(``forced_updates``) and float64 overflow.  Without numba the compiled items are skipped
-(reason stated); the ParamError for ``engine="numba"`` without numba is tested either way.
+the polynomial and Gaussian kernels, every Perceptron parameter, the dual's blocks and
+float64 overflow inside them.  Without numba the compiled items are skipped (reason stated).
+The concerns every engine form shares (both engines against the reference on the linear
+kernel, overflow, NaN and infinity in X, shadow runs, ``engine="numba"`` without numba):
+tests/test_engines.py.
 """
 
 from __future__ import annotations
@@ -30,37 +32,16 @@ from fast_protocol import (
 )
 from fast_protocol import check_against as _check
 from fast_protocol import check_run as _check_run
-from perceptron_oracle.errors import DataError, ParamError
+from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import perceptron as fp
-from perceptron_oracle.fast import pnorm_perceptron as pn
-from perceptron_oracle.fast.driver import forced_updates
 from perceptron_oracle.properties.strategies import (
     SEQUENCES,
     kernel_specs,
     perceptron_params,
-    pnorm_params,
 )
 from perceptron_oracle.reference.perceptron import perceptron as reference
-from perceptron_oracle.reference.pnorm_perceptron import pnorm_perceptron as reference_pnorm
 from perceptron_oracle.trace import plain_value
-
-
-@needs_numba
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(10, settings.default.max_examples // SHARE))
-@given(data=st.data())
-def test_perceptron_engines_match_reference(strategy, data):
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(perceptron_params(), label="params")
-    epochs = data.draw(st.integers(1, 3), label="epochs")
-    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    for engine in ENGINES:
-        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
-                                         **params), seq.X, f"primal {kind} {engine}")
-        _check_run(expected, partial(fp.dual, seq.X, seq.y, epochs=epochs, engine=engine,
-                                     **params), seq.X, f"dual {engine}")
 
 
 @needs_numba
@@ -78,21 +59,6 @@ def test_kernel_engines_match_reference(family, strategy, data):
     for engine in ENGINES:
         _check_run(expected, partial(fp.dual, X, y, epochs=epochs, kernel=kernel, engine=engine,
                                      **params), X, f"dual {kernel} {engine}")
-
-
-@needs_numba
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(10, settings.default.max_examples // SHARE))
-@given(data=st.data())
-def test_pnorm_engines_match_reference(strategy, data):
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(pnorm_params(), label="params")
-    epochs = data.draw(st.integers(1, 3), label="epochs")
-    expected = reference_pnorm(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    for engine in ENGINES:
-        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            _check_run(expected, partial(pn.primal, X, seq.y, epochs=epochs, engine=engine,
-                                         **params), seq.X, f"pnorm {kind} {engine}")
 
 
 def _data(T=200, n=6, seed=0, scale=1.0):
@@ -148,43 +114,6 @@ def test_engines_agree_on_a_longer_run_with_every_parameter():
 
 
 @needs_numba
-@pytest.mark.parametrize("form", ["primal dense", "primal csr", "dual", "dual rbf", "pnorm"])
-def test_overflow_names_the_trial_in_both_engines(form):
-    """State beyond float64's range: one FloatRangeError naming the same trial."""
-    X, y = _data(40, 3, seed=2, scale=1e200)
-    X[:, 0] = 1e300 * np.sign(X[:, 0])
-    run = {"primal dense": lambda e: fp.primal(X, y, epochs=2, engine=e),
-           "primal csr": lambda e: fp.primal(sp.csr_matrix(X), y, epochs=2, engine=e),
-           "dual": lambda e: fp.dual(X, y, epochs=2, engine=e, kernel="poly:degree=2"),
-           "dual rbf": lambda e: fp.dual(X / 1e300, y, epochs=2, engine=e, eta=1e308,
-                                         tau=1e308, kernel="rbf:gamma=1"),
-           "pnorm": lambda e: pn.primal(X * 1e8, y, epochs=2, engine=e, p=3)}[form]
-    assert_engines_stop_alike(run)
-
-
-@needs_numba
-def test_nan_in_x_is_a_data_error_in_the_compiled_primal():
-    X, y = _data(50, 4)
-    X[30, 2] = np.nan
-    for engine in ENGINES:
-        with pytest.raises(DataError, match="X contains NaN"):
-            fp.primal(X, y, engine=engine)
-
-
-@needs_numba
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_csr_entry_is_a_data_error_in_either_engine(bad):
-    """CSR input is not summed up front for the compiled primal: its scoring pass finds the
-    entry (inf * 0 is NaN too), and the error names it as validation would."""
-    X, y = _data(50, 4)
-    Xs = sp.csr_matrix(X)
-    Xs.data[37] = bad
-    for engine in ENGINES:
-        with pytest.raises(DataError, match="X contains (NaN|an infinity)"):
-            fp.primal(Xs, y, engine=engine)
-
-
-@needs_numba
 @pytest.mark.parametrize("kernel", ["linear", "poly:degree=2,coef0=1,gamma=0", "rbf:gamma=1"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("where", ["no update at all", "the last trial's first support",
@@ -225,33 +154,6 @@ def test_an_infinity_the_gaussian_kernel_maps_to_zero_is_a_data_error():
     for engine in ENGINES:
         with pytest.raises(DataError, match="X contains an infinity"):
             fp.dual(X, y, engine=engine, kernel="rbf:gamma=1")
-
-
-@needs_numba
-def test_forced_updates_take_the_numpy_path(monkeypatch):
-    """Shadow runs: the forced update trials are imposed whatever the engine asked."""
-    X, y = _data(60, 4, seed=3)
-    free = fp.primal(X, y, epochs=2, engine="numpy")
-    forced = sorted(set(free.updates[::2]) | {5, 70})
-    for loops in ("kernels", "perceptron_loops", "pnorm_loops"):
-        monkeypatch.setattr(_compiled, loops, lambda: pytest.fail("compiled under forcing"))
-    with forced_updates(forced):
-        for run in (fp.primal, fp.dual):
-            trace = run(X, y, epochs=2, engine="numba", record_scores=True)
-            assert trace.updates == forced and len(trace.scores) == 120
-        assert pn.primal(X, y, epochs=2, engine="numba", p=3).updates == forced
-
-
-def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
-    monkeypatch.setattr(_compiled, "available", lambda: False)
-    X, y = _data(20, 3)
-    for run in (fp.primal, fp.dual, pn.primal):
-        with pytest.raises(ParamError, match="needs numba") as info:
-            run(X, y, engine="numba")
-        assert "\n" not in str(info.value)
-        assert run(X, y, engine="auto").mistakes == run(X, y, engine="numpy").mistakes
-    with pytest.raises(ParamError, match="engine must be one of"):
-        fp.primal(X, y, engine="fortran")
 
 
 @needs_numba

@@ -1,9 +1,9 @@
 """The p-norm Perceptron's compiled loop (``fast._numba_pnorm.pnorm_primal``) beyond the
-reference comparisons of tests/test_compiled.py: the gradient's vectorised passes against the
+reference comparisons of tests/test_engines.py: the gradient's vectorised passes against the
 numpy gradient on every path they take (and the scalar passes they hand v = 0, subnormal,
-huge or non-finite v to), NaN and infinity in X reported as validation reports them (dense X
-is not summed up front: the loop's scores are the check), and the two engines on a longer
-run.  Without numba every item is skipped (reason stated).
+huge or non-finite v to), NaN in X named before an overflow (dense X is not summed up
+front: the loop's scores are the check; NaN and infinity alone: tests/test_engines.py), and
+the two engines on a longer run.  Without numba every item is skipped (reason stated).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from fast_protocol import ENGINES, assert_bad_value_named, needs_numba
+from fast_protocol import ENGINES, needs_numba
 from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import pnorm_perceptron as pn
@@ -61,15 +61,6 @@ def test_non_finite_v_keeps_the_scalar_passes_report(bad):
         expected = numpy_gradient(v, 4.0)
     assert np.array_equal(np.isnan(w), np.isnan(expected)) and np.isnan(w[1])
     assert np.array_equal(w, expected, equal_nan=True)
-
-
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_x_is_the_data_error_of_validation(bad):
-    rng = np.random.default_rng(6)
-    X = rng.standard_normal((60, 5))
-    y = np.where(rng.random(60) < 0.5, 1, -1)
-    X[41, 3] = bad
-    assert_bad_value_named(lambda data, engine: pn.primal(data, y, p=3, engine=engine), X, bad)
 
 
 def test_non_finite_x_after_an_overflow_is_still_named_first():

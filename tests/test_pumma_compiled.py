@@ -9,62 +9,34 @@ within the reference's bounds).  The p > 2 loop's Python finishing pass (a Newto
 NEWTON_TOLERANCE) is reached inside the loop, on natural small-integer data and with the
 Newton cut to one step.  The fallbacks to the numpy path (shadow runs, ``forced_run``) are
 checked by making the compiled loops fail if they are called.  Without numba the compiled
-items are skipped (reason stated); the ParamError for ``engine="numba"`` without numba is
-tested either way.
+items are skipped (reason stated).  Both engines against the reference (p = 2 and p > 2),
+overflow, NaN and infinity in X and ``engine="numba"`` without numba: tests/test_engines.py.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import partial
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, reject, settings
-from hypothesis import strategies as st
 
 from fast_protocol import (
     ENGINES,
-    SHARE,
-    assert_bad_value_named,
     assert_engines_stop_alike,
     needs_numba,
 )
 from fast_protocol import check_against as _check
-from fast_protocol import check_run as _check_run
 from fixtures import noisy_uniform
 from perceptron_oracle import registry
 from perceptron_oracle.compare import compare
-from perceptron_oracle.errors import ParamError
-from perceptron_oracle.fast import _compiled, _compiled_pumma
+from perceptron_oracle.fast import _compiled_pumma
 from perceptron_oracle.fast import pumma as fp
 from perceptron_oracle.fast.driver import FloatRangeError, forced_updates
-from perceptron_oracle.properties.strategies import SEQUENCES, pumma_params
-from perceptron_oracle.reference.maximum_margin import NotConverged
 from perceptron_oracle.trace import plain_value
 
 # the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
 reference = registry.get("pumma").implementation("reference")
-
-
-@needs_numba
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(10, settings.default.max_examples // SHARE))
-@given(data=st.data())
-def test_primal_engines_match_reference(strategy, data):
-    """p = 2 (the strategy's draw for the p = 2 forms), delta and the soft margin drawn."""
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(pumma_params(p2_only=True), label="params")
-    epochs = data.draw(st.integers(1, 3), label="epochs")
-    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    for engine in ENGINES:
-        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
-                                         **params),
-                       seq.X, f"primal {kind} {engine} {params}")
-        _check_run(expected, partial(fp.dual, seq.X, seq.y, epochs=epochs, engine=engine,
-                                     **params), seq.X, f"dual {engine} {params}")
 
 
 @needs_numba
@@ -253,33 +225,6 @@ def test_start_up_with_an_infeasible_pair_and_a_mistake_free_store():
             _check(expected, fp.primal(data, y, epochs=2, engine=engine), X, engine)
 
 
-def _pair_apart_by_1e_300(kind: str) -> tuple[object, np.ndarray]:
-    """Rows of 1e-160 with one pair differing by 1e-300 (dense or CSR): w ~ 1e300 after
-    that pair's update, and the next scores overflow."""
-    X, y = noisy_uniform(40, 3, seed=2, scale=1e-160)
-    X[7] = X[np.flatnonzero(y != y[7])[-1]]
-    X[7, 0] += 1e-300
-    return (sp.csr_matrix(X) if kind == "csr" else X), y
-
-
-@needs_numba
-@pytest.mark.parametrize("kind", ["dense", "csr"])
-def test_overflow_names_the_same_trial_in_both_engines(kind):
-    data, y = _pair_apart_by_1e_300(kind)
-    assert_engines_stop_alike(lambda engine: fp.primal(data, y, epochs=2, engine=engine))
-
-
-@needs_numba
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-@pytest.mark.parametrize("row", [0, 30])
-def test_nan_or_infinity_in_x_is_validates_data_error(bad, row):
-    """Row 0 is scored at start-up (w = 0), row 30 after it: the same DataError."""
-    X, y = noisy_uniform(50, 4, seed=3)
-    X[row, 2] = bad
-    assert_bad_value_named(lambda data, engine: fp.primal(data, y, engine=engine, C="1/4"),
-                           X, bad)
-
-
 def _no_loop() -> None:
     pytest.fail("the compiled loop ran where the numpy path must")
 
@@ -334,56 +279,6 @@ def test_p_above_2_takes_the_compiled_loop_on_numba(monkeypatch):
 
 
 @needs_numba
-@pytest.mark.parametrize("p", [Fraction(5, 2), 4])
-@pytest.mark.parametrize("kind", ["dense", "csr"])
-def test_p_above_2_overflow_names_the_same_trial_in_both_engines(kind, p):
-    """A pair differing by 1e-300 (the p = 2 case's data): the next scores overflow and
-    both engines stop at the same trial; an overflow at the last trial's update stops them
-    too (the final state holds infinity)."""
-    data, y = _pair_apart_by_1e_300(kind)
-    assert_engines_stop_alike(lambda engine: fp.primal(data, y, p=p, epochs=2,
-                                                       engine=engine))
-    h = 0.5000000005
-    X = np.array([[0, h], [-1, h], [0, -h], [-3.48586423187426e-133, -h], [0, h]])
-    data = sp.csr_matrix(X) if kind == "csr" else X
-    assert_engines_stop_alike(lambda engine: fp.primal(data, np.array([1, -1, -1, 1, -1]),
-                                                       p=p, engine=engine))
-
-
-@needs_numba
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-@pytest.mark.parametrize("row", [0, 30])
-def test_p_above_2_nan_or_infinity_in_x_is_validates_data_error(bad, row):
-    X, y = noisy_uniform(50, 4, seed=3)
-    X[row, 2] = bad
-    assert_bad_value_named(lambda data, engine: fp.primal(data, y, p=3, engine=engine),
-                           X, bad)
-
-
-@needs_numba
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(10, settings.default.max_examples // SHARE))
-@given(data=st.data())
-def test_p_above_2_engines_match_reference(strategy, data):
-    """p = 5/2, 3 or 4 (the differential suite's draws for the primal form), delta and the
-    soft margin drawn: the driver and the compiled loop, dense and CSR."""
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(pumma_params(p2_only=True), label="params")
-    params["p"] = data.draw(st.sampled_from([Fraction(5, 2), Fraction(3), Fraction(4)]),
-                            label="p")
-    epochs = data.draw(st.integers(1, 3), label="epochs")
-    try:
-        expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    except NotConverged:  # no exact answer to compare with (SPEC.md 14.5)
-        reject()
-    runs = [(X, kind, engine) for engine in ENGINES
-            for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr"))]
-    for X, kind, engine in runs:
-        _check_run(expected, partial(fp.primal, X, seq.y, epochs=epochs, engine=engine,
-                                     **params), seq.X, f"primal {kind} {engine} {params}")
-
-
-@needs_numba
 def test_auto_and_the_registry_take_the_compiled_loop(monkeypatch):
     X, y = noisy_uniform(80, 5, seed=6)
     assert "primal" in registry.get("pumma").engine_forms
@@ -399,18 +294,6 @@ def test_auto_and_the_registry_take_the_compiled_loop(monkeypatch):
     fp.primal(X, y)
     registry.run("pumma", X, y, impl="fast", engine="numpy")
     assert calls == [1]
-
-
-def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
-    monkeypatch.setattr(_compiled, "available", lambda: False)
-    X, y = noisy_uniform(20, 3, seed=5)
-    with pytest.raises(ParamError, match="needs numba") as info:
-        fp.primal(X, y, engine="numba")
-    assert "\n" not in str(info.value)
-    assert fp.primal(X, y, engine="auto").updates == fp.primal(X, y, engine="numpy").updates
-    with pytest.raises(ParamError, match="engine must be one of") as info:
-        fp.primal(X, y, engine="fortran")
-    assert "\n" not in str(info.value)
 
 
 @needs_numba

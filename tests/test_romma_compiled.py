@@ -7,8 +7,9 @@ of the dual form (the linear kernel: the primal's loop, or windows of kernel blo
 run on the same drawn sequence and parameters as the exact reference and
 must pass ``compare`` as in tests/test_differential.py (the same mistakes and updates trial
 for trial, a divergence only at a fragile trial; the final state within the reference's
-bounds).  Without numba the compiled items are skipped (reason stated); the ParamError for
-``engine="numba"`` without numba is tested either way.
+bounds).  Without numba the compiled items are skipped (reason stated).  The primal and
+linear dual against the reference, overflow, NaN and infinity in X, shadow runs and
+``engine="numba"`` without numba: tests/test_engines.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fast_protocol import (
-    ENGINES,
     KERNEL_EXAMPLES,
     SHARE,
     assert_bad_value_named,
@@ -32,8 +32,8 @@ from fast_protocol import (
 from fast_protocol import check_run as _check_run
 from fixtures import noisy_uniform
 from perceptron_oracle.data import validate
-from perceptron_oracle.errors import DataError, ParamError
-from perceptron_oracle.fast import _compiled, _compiled_romma, maximum_margin
+from perceptron_oracle.errors import DataError
+from perceptron_oracle.fast import maximum_margin
 from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import forced_updates, run_blocks
 from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, romma_params
@@ -42,23 +42,6 @@ from perceptron_oracle.trace import plain_value
 
 # the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
 reference = get("romma").implementation("reference")
-
-
-@needs_numba
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(10, settings.default.max_examples // SHARE))
-@given(data=st.data())
-def test_primal_engines_and_dual_match_reference(strategy, data):
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    params = data.draw(romma_params(), label="params")
-    epochs = data.draw(st.integers(1, 3), label="epochs")
-    expected = reference(seq.X, seq.y, epochs=epochs, record_scores=True, **params)
-    for engine in ENGINES:
-        for X, kind in ((seq.X, "dense"), (sp.csr_matrix(seq.X), "csr")):
-            _check_run(expected, partial(fr.primal, X, seq.y, epochs=epochs, engine=engine,
-                                         **params), seq.X, f"primal {kind} {engine}")
-        _check_run(expected, partial(fr.dual, seq.X, seq.y, epochs=epochs, engine=engine,
-                                     **params), seq.X, f"dual {engine}")
 
 
 @needs_numba
@@ -110,47 +93,6 @@ def test_engines_agree_on_a_longer_run():
     a = fr.primal(X[:500], y[:500], delta="1/10", engine="numba")
     assert d.updates == a.updates and d.mistakes == a.mistakes and len(a.updates) > 100
     assert np.allclose(d.final["w"], a.final["w"], rtol=1e-8, atol=1e-8)
-
-
-@needs_numba
-@pytest.mark.parametrize("kind", ["dense", "csr"])
-def test_overflow_names_the_same_trial_in_both_engines(kind):
-    X, y = noisy_uniform(40, 3, seed=2, scale=1e-160)
-    X[5] = 0.0
-    X[5, 0] = 1e-300  # w ~ 1e300 after this update, scores overflow at the next ones
-    data = sp.csr_matrix(X) if kind == "csr" else X
-    assert_engines_stop_alike(lambda engine: fr.primal(data, y, epochs=2, engine=engine))
-
-
-@needs_numba
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_nan_or_infinity_in_x_is_validates_data_error(bad):
-    X, y = noisy_uniform(50, 4, seed=3)
-    X[30, 2] = bad
-    assert_bad_value_named(lambda data, engine: fr.primal(data, y, engine=engine), X, bad)
-
-
-@needs_numba
-def test_forced_updates_take_the_numpy_path(monkeypatch):
-    """Shadow runs: the forced update trials are imposed whatever the engine asked."""
-    X, y = noisy_uniform(60, 4, seed=4)
-    free = fr.primal(X, y, epochs=2, engine="numpy")
-    forced = sorted(set(free.updates[::2]))
-    monkeypatch.setattr(_compiled_romma, "loops", lambda: pytest.fail("compiled under forcing"))
-    with forced_updates(forced):
-        trace = fr.primal(X, y, epochs=2, engine="numba", record_scores=True)
-    assert trace.updates == forced and len(trace.scores) == 120
-
-
-def test_engine_numba_without_numba_is_one_param_error(monkeypatch):
-    monkeypatch.setattr(_compiled, "available", lambda: False)
-    X, y = noisy_uniform(20, 3, seed=5)
-    with pytest.raises(ParamError, match="needs numba") as info:
-        fr.primal(X, y, engine="numba")
-    assert "\n" not in str(info.value)
-    assert fr.primal(X, y, engine="auto").updates == fr.primal(X, y, engine="numpy").updates
-    with pytest.raises(ParamError, match="engine must be one of"):
-        fr.primal(X, y, engine="fortran")
 
 
 # -- the kernel dual's compiled blocks (fr._dual_compiled) ------------------------------------
