@@ -2,7 +2,9 @@
 perceptron-family online learners.
 
 ``run(algorithm, X, y, *, impl, form, epochs, kernel, **params) -> Trace`` is the one entry
-point; ``perceptron_oracle.reference``, ``.fast`` and ``.properties`` hold the parts.  This
+point; ``verify_on(data, impl, *, algorithm, ...)`` judges an implementation on the user's
+data, every trial; ``perceptron_oracle.reference``, ``.exact``, ``.fast`` and
+``.properties`` hold the parts.  This
 module imports nothing heavy, so ``perceptron_oracle.reference`` stays free of numpy.
 """
 
@@ -10,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-__all__ = ["run", "Trace", "__version__"]
+from .version import __version__
+
+__all__ = ["run", "verify_on", "Trace", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -19,6 +22,10 @@ def __getattr__(name: str) -> Any:
         from .registry import run
 
         return run
+    if name == "verify_on":
+        from .verify import verify_on
+
+        return verify_on
     if name == "Trace":
         from .trace import Trace
 

@@ -78,10 +78,19 @@ def _build_parser() -> argparse.ArgumentParser:
                                                  "golden cases")
     source = verify.add_mutually_exclusive_group(required=True)
     source.add_argument("--results", metavar="DIR",
-                        help="trace files DIR/<file>-<id>.json written by the implementation")
+                        help="trace files DIR/<file>-<id>.json written by the implementation "
+                             "(with --data: the trace FILE it wrote on that data)")
     source.add_argument("--impl", metavar="MODULE:CALLABLE",
                         help="a Python implementation, called once per case")
     verify.add_argument("--golden", default=None, metavar="DIR")
+    verify.add_argument("--data", default=None, metavar="FILE",
+                        help="instead of the golden cases: the implementation on this data "
+                             "set (CSV, svmlight, npz, builtin:NAME), every trial judged "
+                             "against the exact run; give one --algorithm")
+    verify.add_argument("--epochs", type=int, default=None, metavar="N",
+                        help="--data: passes over the data (default 1)")
+    verify.add_argument("--param", action="append", default=None, metavar="NAME=VALUE",
+                        help="--data: a parameter of the algorithm (repeatable)")
     verify.add_argument("--algorithm", action="append", default=None,
                         help="only the cases of this algorithm (repeatable)")
     verify.add_argument("--kernel", action="append", default=None, metavar="NAME",
@@ -322,8 +331,13 @@ def _verify(args: argparse.Namespace) -> int:
 
     from . import golden, verify
 
+    if args.data is not None:
+        return _verify_data(args)
     if args.fuzz:
         return _fuzz(args)
+    for option in ("epochs", "param"):
+        if getattr(args, option) is not None:
+            raise OracleInputError(f"--{option} applies with --data only")
     for option in _FUZZ_OPTIONS:
         if getattr(args, option) is not None:
             raise OracleInputError(f"--{option.replace('_', '-')} applies with --fuzz only")
@@ -410,12 +424,55 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sandbox(args: argparse.Namespace) -> Any:
+def _verify_data(args: argparse.Namespace) -> int:
+    """``verify --data FILE``: the implementation (--impl, or the trace file --results) on
+    the user's data, every trial judged against the exact run (``verify.verify_on``); one
+    verdict line, exit 1 on a failure or when nothing was checked."""
+    import json
+
+    from . import trace as trace_files
+    from . import verify
+
+    for option in ("golden", "strict", "fuzz", "show_output") + _FUZZ_OPTIONS:
+        if getattr(args, option) not in (None, False):
+            raise OracleInputError(f"--{option.replace('_', '-')} does not apply with --data")
+    if not args.algorithm or len(args.algorithm) != 1:
+        raise OracleInputError("--data needs one --algorithm")
+    if args.kernel is not None and len(args.kernel) != 1:
+        raise OracleInputError("--data takes one --kernel (a kernel spec, say "
+                               "poly:degree=2)")
+    epochs = 1 if args.epochs is None else args.epochs
+    if epochs < 1:
+        raise OracleInputError(f"--epochs must be at least 1, got {epochs}")
+    params = dict(parse_assignment(text) for text in args.param or [])
+    dataset = _load(args.data)
+    if args.results is not None:
+        impl: Any = trace_files.load_trace_file(args.results)
+    else:
+        impl = _sandbox(args, data_run=True)
+    try:
+        verdict = verify.verify_on(dataset, impl, algorithm=args.algorithm[0], epochs=epochs,
+                                   kernel=(args.kernel or ["linear"])[0], params=params,
+                                   progress=verify.progress_bar())
+    finally:
+        if args.impl:
+            impl.close()
+    if args.report:
+        atomic.write_text(args.report, json.dumps(verdict.record(), indent=1) + "\n")
+    print(_clip_line(verdict.describe()))
+    if verdict.status == verify.NOT_APPLICABLE:
+        print("nothing was checked: the implementation declined the run", file=sys.stderr)
+    return 0 if verdict.ok else 1
+
+
+def _sandbox(args: argparse.Namespace, data_run: bool = False) -> Any:
     """The worker process of ``verify --impl`` (sandbox.Sandbox), the callable imported in it:
-    an import problem is one line, exit 2, before any case runs."""
+    an import problem is one line, exit 2, before any case runs.  ``data_run``: one call on
+    the user's data (``--data``), given ``sandbox.DATA_RUN_TIMEOUT`` by default."""
     from . import sandbox
 
-    timeout = sandbox.DEFAULT_CASE_TIMEOUT if args.case_timeout is None else args.case_timeout
+    default = sandbox.DATA_RUN_TIMEOUT if data_run else sandbox.DEFAULT_CASE_TIMEOUT
+    timeout = default if args.case_timeout is None else args.case_timeout
     if not 0 < timeout < 10**6:
         raise OracleInputError(f"--case-timeout must be a positive number of seconds, got "
                                f"{args.case_timeout}")

@@ -1,9 +1,12 @@
 """Comparing a trace with the reference's, trial for trial (SPEC.md, "Comparing traces").
 
-Trials are compared in order: each must agree on "mistake?" and "update?".  The first trial
-where they disagree is a failure unless the reference flagged it fragile (its exact score lies
-within float64 rounding distance of a threshold): there either branch is right, the states part
-ways, and the comparison ends there, accepted.  When every trial agrees, the final states are
+Trials are compared in order: each must agree on "mistake?" and "update?".  A trial where
+they disagree is a failure unless the exact run flagged it fragile (its exact score lies
+within float64 rounding distance of a threshold): there either branch is right.  ``compare``
+alone stops at such a trial, accepted; ``follow_branches`` (and ``judge_run``, which runs the
+exact engine itself) has the exact run take the implementation's branch there
+(``reference.common.following``) and goes on judging every later trial exactly along it,
+with that branch's own fragile trials.  When every trial agrees, the final states are
 compared: integers exactly, numbers within the bounds that the algorithm's reference module
 derives from the data (``final_error_bounds``), never within a blanket tolerance.
 """
@@ -11,11 +14,13 @@ derives from the data (``final_error_bounds``), never within a blanket tolerance
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from .numbers import approximate, brief, is_mpf, to_fraction
+from .reference.common import following
 from .registry import get
 from .trace import Trace, plain_value
 
@@ -31,28 +36,52 @@ class Comparison:
     excused: bool = False                 # that trial is fragile: either branch is right
     problems: list[str] = field(default_factory=list)
     not_reported: list[str] = field(default_factory=list)  # expected keys the trace lacks
+    branches: list[int] = field(default_factory=list)     # fragile trials whose branch it took
+    fragile: int | None = None            # the exact run's fragile trials (on the branch)
+    unfollowed: str = ""                  # why the exact run cannot take the branch at
+    #                                       first_divergence (judging ended there)
+    exact: Trace | None = None            # the exact run judged against (the last branch)
 
     def describe(self) -> str:
+        on = (f" (following its branch at fragile trial{'s' * (len(self.branches) > 1)} "
+              f"{_trials(self.branches)})" if self.branches else "")
         if self.ok and self.first_divergence is None:
-            return f"identical over {self.trials_compared} trials"
+            return f"identical over {self.trials_compared} trials{on}"
         if self.ok:
+            if self.unfollowed:
+                return (f"identical up to fragile trial {self.first_divergence}{on}, where "
+                        f"either branch is right; the exact run cannot take its branch "
+                        f"({self.unfollowed}): later trials not judged")
             return (f"identical up to fragile trial {self.first_divergence}, where either "
                     "branch is right")
         shown = self.problems[:MAX_PROBLEMS_SHOWN]
         more = len(self.problems) - len(shown)
         return "; ".join(shown) + (f"; and {more} more difference{'s' * (more != 1)}"
-                                   if more else "")
+                                   if more else "") + on
+
+    @property
+    def judged_every_trial(self) -> bool:
+        """Every trial was judged on the exact run (along the branches it followed)."""
+        return self.ok and self.first_divergence is None
+
+
+def _trials(trials: list[int]) -> str:
+    shown = ", ".join(str(t) for t in trials[:5])
+    return shown + (f" and {len(trials) - 5} more" if len(trials) > 5 else "")
 
 
 def compare(expected: Trace, actual: Trace, X: Any = None,
-            bounds: dict[str, Any] | None = None, partial: bool = False) -> Comparison:
+            bounds: dict[str, Any] | None = None, partial: bool = False,
+            excused: frozenset[int] = frozenset()) -> Comparison:
     """``expected`` is a reference trace; ``actual`` any trace of the same run.  The final
     state is compared within ``bounds`` (a golden case states them), or within the bounds
     derived from ``X``, the run's data.
 
     With ``partial`` (an outside implementation that keeps only part of the state, say w and
     b), a key of the expected final state that ``actual`` lacks is listed in
-    ``not_reported`` and not compared; without it, a missing key is a failure."""
+    ``not_reported`` and not compared; without it, a missing key is a failure.  The
+    decisions at the ``excused`` trials (fragile ones, already judged by
+    ``follow_branches``) are not compared."""
     total = expected.n_examples * expected.epochs
     header = [f"{name}: expected {_brief(getattr(expected, name))}, got "
               f"{_brief(getattr(actual, name))}"
@@ -65,7 +94,7 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
     for label, exp, act in (("mistake", expected.mistakes, actual.mistakes),
                             ("update", expected.updates, actual.updates)):
         exp_set, act_set = set(exp), set(act)
-        differ = exp_set ^ act_set
+        differ = (exp_set ^ act_set) - excused
         if differ:
             t = min(differ)
             events.append((t, label, t in exp_set))
@@ -94,7 +123,67 @@ def compare(expected: Trace, actual: Trace, X: Any = None,
     if hidden is not None and not problems:
         return Comparison(True, total, first_divergence=hidden, excused=True,
                           not_reported=missing or [])
-    return Comparison(not problems, total, problems=problems, not_reported=missing or [])
+    return Comparison(not problems, total, problems=problems, not_reported=missing or [],
+                      fragile=len(fragile))
+
+
+#: At most this many branches are followed in one comparison; beyond, judging ends there.
+MAX_BRANCHES = 64
+
+
+def follow_branches(expected: Trace, actual: Trace, rerun: Callable[[frozenset[int]], Trace],
+                    X: Any = None, bounds: dict[str, Any] | None = None,
+                    partial: bool = False) -> Comparison:
+    """``compare``, going on past every fragile trial where ``actual`` decides the other way.
+
+    There both branches are right: a mistake decision alone changes no state, and is passed;
+    a different update decision is followed, ``rerun(trials)`` giving the exact run that
+    takes the other branch at ``trials`` (``reference.common.following``), and every later
+    trial is judged on it, with that branch's fragile trials.  ``bounds`` hold for
+    ``expected`` only: on a branch the final state is judged within the bounds derived from
+    ``X``.  A branch the exact run cannot take (the update problem infeasible there, exactly)
+    ends the judging at that trial, accepted, and the comparison says so; so does a
+    MAX_BRANCHES-th branch."""
+    excused: set[int] = set()
+    followed: list[int] = []
+    while True:
+        result = compare(expected, actual, X, bounds, partial, frozenset(excused))
+        result.branches, result.exact = list(followed), expected
+        t = result.first_divergence
+        if not (result.excused and t is not None and result.trials_compared == t):
+            return result   # agreed, failed, or a vote statistic only (the final state)
+        excused.add(t)
+        if (t in expected.updates) == (t in actual.updates):
+            continue       # the mistake test alone: no state parts
+        if len(followed) == MAX_BRANCHES:
+            result.unfollowed = f"{MAX_BRANCHES} branches followed already"
+            return result
+        followed.append(t)
+        expected, bounds = rerun(frozenset(followed)), None
+        if (t in expected.updates) != (t in actual.updates):
+            result.branches = followed[:-1]
+            result.unfollowed = "its update is infeasible there, exactly"
+            return result
+
+
+def judge_run(algorithm: str, X: Any, y: Any, actual: Trace, *, epochs: int = 1,
+              kernel: Any = "linear", params: dict[str, Any] | None = None,
+              expected: Trace | None = None, bounds: dict[str, Any] | None = None,
+              partial: bool = False) -> Comparison:
+    """``actual``, a trace of ``algorithm`` on (X, y), judged on every trial against the
+    exact run (``expected``, if already run: it must be the exact run of these arguments),
+    following ``actual``'s branch at each fragile trial where it decides the other way
+    (``follow_branches``)."""
+    run = get(algorithm).exact_run()
+    given = dict(params or {})
+
+    def rerun(trials: frozenset[int]) -> Trace:
+        with following(trials):
+            return run(X, y, epochs=epochs, kernel=kernel, record_scores=True, **given)
+
+    if expected is None:
+        expected = rerun(frozenset())
+    return follow_branches(expected, actual, rerun, X, bounds, partial)
 
 
 #: The final keys that follow from the votes (the Perceptron's Figure 2 statistics).

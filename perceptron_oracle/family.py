@@ -151,6 +151,7 @@ class Family:
     matrix_state: bool = False
     fragility_params: tuple[dict[str, Any], ...] = ()
     forced_tested: Callable[..., tuple[Trace, list[float]]] | None = None
+    exact: ModuleType | None = None
     _forms: dict[str, Form] = field(init=False, repr=False)
 
     def __post_init__(self, fast_forms: Iterable[Form]) -> None:
@@ -246,18 +247,28 @@ class Family:
                               self.forced_tested)
 
     def implementation(self, impl: str = "reference", form: str | None = None) -> Implementation:
-        """The callable for ``impl`` ("reference" or "fast") and, for fast, ``form``.  An
+        """The callable for ``impl`` ("reference", "exact": the exact engine, which gives
+        the reference's trace, or "fast") and, for fast, ``form``.  An
         exact run that takes ``shadows`` (the a-posteriori fragile rule's shadow runs) is
         given this family's (:attr:`shadow_runs`); its signature is then the protocol's,
         without ``shadows``."""
-        if impl == "reference":
+        if impl in ("reference", "exact"):
             if form not in (None, "reference"):
-                raise UnknownAlgorithmError("the reference has one form, 'reference'")
-            reference: Implementation = getattr(self.reference, self.name)
-            return _with_shadows(reference, self.shadow_runs)
+                raise UnknownAlgorithmError(f"the {impl} run has one form, 'reference'")
+            module = self.reference if impl == "reference" else self.exact
+            if module is None:
+                raise UnknownAlgorithmError(f"{self.name} has no exact engine")
+            exact_run: Implementation = getattr(module, self.name)
+            return _with_shadows(exact_run, self.shadow_runs)
         if impl != "fast":
-            raise UnknownAlgorithmError(f"unknown implementation {impl!r} (reference, fast)")
+            raise UnknownAlgorithmError(f"unknown implementation {impl!r} "
+                                        "(reference, exact, fast)")
         return self.form(form or self.forms[0]).run
+
+    def exact_run(self) -> Implementation:
+        """The exact run the oracle judges by: the exact engine where the family declares
+        one (the reference's trace, faster), else the readable reference."""
+        return self.implementation("exact" if self.exact is not None else "reference")
 
     def forms_for(self, kernel: Any, params: dict[str, Any], *,
                   sparse: bool = False) -> list[str]:

@@ -74,8 +74,8 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.errors import Flaky, NoSuchExample, Unsatisfiable
 
-from . import __version__, atomic, golden, verify
-from .compare import compare
+from . import atomic, golden, verify
+from .compare import judge_run
 from .errors import OracleInputError, TraceFormatError
 from .golden_specs import CaseSpec, FileSpec, GroupSpec
 from .kernels import parse_kernel
@@ -85,6 +85,7 @@ from .reference.maximum_margin import NotConverged
 from .registry import ALGORITHMS, get
 from .sandbox import ImplementationFailed, describe_exception, trace_document
 from .trace import Trace, decode_value, encode_value
+from .version import __version__
 
 External = Callable[..., Any]
 
@@ -261,9 +262,9 @@ def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
         actual = exc
     except Exception as exc:  # an outside implementation may raise anything: a finding
         actual = exc
-    reference = get(algorithm).implementation("reference")
+    exact_run = get(algorithm).exact_run()
     try:
-        expected = reference(d.X, d.y, epochs=d.epochs, kernel=d.kernel, record_scores=True,
+        expected = exact_run(d.X, d.y, epochs=d.epochs, kernel=d.kernel, record_scores=True,
                              **d.params)
     except NotConverged as exc:
         raise _Rejected(f"the reference did not converge: {exc}", True) from None
@@ -280,13 +281,15 @@ def check_draw(impl: External, algorithm: str, d: Draw) -> Finding | None:
     except TraceFormatError as exc:
         return Finding(d, f"not a valid trace: {exc}")
     try:
-        result = compare(expected, trace, X=d.X, partial=True)
+        result = judge_run(algorithm, d.X, d.y, trace, epochs=d.epochs, kernel=d.kernel,
+                           params=d.params, expected=expected, partial=True)
     except (ValueError, TypeError, ArithmeticError) as exc:
         return Finding(d, f"cannot be compared: {type(exc).__name__}: {exc}")
     if result.ok:
         return None
     finding = Finding(d, result.describe(), first_divergence=result.first_divergence)
     t = result.first_divergence
+    expected = result.exact or expected   # the branch the failure was found on
     if t is not None:
         finding.expected = _decision(t, expected)
         finding.got = _decision(t, trace)

@@ -5,6 +5,7 @@ third-party Python implementation, one pytest item per case.
            [--oracle-algorithm perceptron ...] [--oracle-case-timeout SECONDS]
            [--oracle-memory-limit MIB]
            [--oracle-fuzz [--oracle-fuzz-examples N] [--oracle-fuzz-seed S]]
+           [--oracle-data FILE [--oracle-epochs N] [--oracle-param NAME=VALUE ...]]
 
 ``function`` follows ``verify --impl``'s protocol (perceptron_oracle/verify.py):
 ``function(algorithm, X, y, *, epochs, kernel, params) -> Trace | dict``.  Items:
@@ -12,7 +13,9 @@ third-party Python implementation, one pytest item per case.
 ``test_check[<algorithm>:<check>]`` for every check of every family's ``invariant_checks``
 (hypothesis draws); NotImplementedError from ``function``, or a final-state key its trace
 lacks, makes an item a skip with the reason.  ``--oracle-fuzz`` adds
-``test_fuzz[<algorithm>]``, the differential fuzzing of ``fuzz.py`` (``fuzz_tests.py``).
+``test_fuzz[<algorithm>]``, the differential fuzzing of ``fuzz.py`` (``fuzz_tests.py``);
+``--oracle-data FILE`` adds ``test_data_run[<algorithm>:<FILE>]``, the implementation on
+that data set, every trial judged against the exact run (``data_tests.py``).
 ``function`` runs in a worker process of perceptron_oracle.sandbox (one per pytest process,
 started at configuration, where an import problem is a usage error): each call has
 ``--oracle-case-timeout`` seconds (30) and the worker ``--oracle-memory-limit`` MiB of data
@@ -33,6 +36,7 @@ import pytest
 CONFORMANCE_TESTS = pathlib.Path(__file__).with_name("conformance_tests.py")
 _BOX: Any = pytest.StashKey()   # the Sandbox of --oracle-impl
 FUZZ_TESTS = pathlib.Path(__file__).with_name("fuzz_tests.py")
+DATA_TESTS = pathlib.Path(__file__).with_name("data_tests.py")
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -51,6 +55,13 @@ def pytest_addoption(parser: Any) -> None:
                     help="--oracle-fuzz: draws per algorithm (default 200)")
     group.addoption("--oracle-fuzz-seed", type=int, default=0, metavar="S",
                     help="--oracle-fuzz: hypothesis' seed (default 0)")
+    group.addoption("--oracle-data", action="append", default=[], metavar="FILE",
+                    help="also run the implementation on this data set (CSV, svmlight, "
+                         "npz, builtin:NAME), every trial judged (repeatable)")
+    group.addoption("--oracle-epochs", type=int, default=1, metavar="N",
+                    help="--oracle-data: passes over the data (default 1)")
+    group.addoption("--oracle-param", action="append", default=None, metavar="NAME=VALUE",
+                    help="--oracle-data: a parameter of the algorithm (repeatable)")
     group.addoption("--oracle-case-timeout", type=float, default=None, metavar="SECONDS",
                     help="seconds one call of the implementation may take (default 30)")
     group.addoption("--oracle-memory-limit", type=int, default=None, metavar="MIB",
@@ -62,6 +73,11 @@ def pytest_configure(config: Any) -> None:
     spec = config.getoption("oracle_impl")
     if config.getoption("oracle_fuzz") and not spec:
         raise pytest.UsageError("--oracle-fuzz needs --oracle-impl MODULE:CALLABLE")
+    if config.getoption("oracle_data") and not spec:
+        raise pytest.UsageError("--oracle-data needs --oracle-impl MODULE:CALLABLE")
+    if config.getoption("oracle_epochs") < 1:
+        raise pytest.UsageError(f"--oracle-epochs must be at least 1, got "
+                                f"{config.getoption('oracle_epochs')}")
     examples = config.getoption("oracle_fuzz_examples")
     if examples is not None and examples < 1:
         raise pytest.UsageError(f"--oracle-fuzz-examples must be at least 1, got {examples}")
@@ -87,6 +103,8 @@ def pytest_configure(config: Any) -> None:
         config.args.append(str(CONFORMANCE_TESTS))
         if config.getoption("oracle_fuzz"):
             config.args.append(str(FUZZ_TESTS))
+        if config.getoption("oracle_data"):
+            config.args.append(str(DATA_TESTS))
 
 
 def pytest_unconfigure(config: Any) -> None:

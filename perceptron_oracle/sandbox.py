@@ -64,6 +64,9 @@ from .trace import FORMAT, MAX_NESTING, MAX_TRACE_BYTES, Trace, parse_json
 
 #: Seconds one call may take (``verify --case-timeout``, ``--oracle-case-timeout``).
 DEFAULT_CASE_TIMEOUT = 30.0
+#: The seconds one run on the user's data may take (``verify --data``, ``--oracle-data``).
+DATA_RUN_TIMEOUT = 3600.0
+
 #: MiB of data segment (RLIMIT_DATA) a worker may use (``--memory-limit``).
 DEFAULT_MEMORY_MB = 4096
 #: The multiprocessing start method of the workers (module docstring).

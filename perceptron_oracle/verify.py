@@ -1,7 +1,8 @@
 """Running implementations against the golden cases, and saying where they diverge.
 
-Three sources of traces, one comparison (``compare.compare`` with the case's stated
-tolerances):
+Three sources of traces, one comparison (``compare.judge_run`` with the case's stated
+tolerances, following the implementation's branch at each fragile trial where it decides the
+other way, so that every trial is judged):
 
 - the project's own fast forms (``perceptron-oracle check``, the main job);
 - a Python callable named ``MODULE:CALLABLE`` (``verify --impl``, in a worker process:
@@ -28,6 +29,8 @@ keys the implementation reports, and the expected keys it does not report are li
 
 from __future__ import annotations
 
+import functools
+import os
 import pathlib
 import sys
 import time
@@ -36,12 +39,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import datasets
 from . import trace as trace_files
-from .compare import compare
-from .errors import TraceFormatError
+from .compare import Comparison, judge_run
+from .data import Dataset, validate
+from .data import load as load_data
+from .errors import DataError, TraceFormatError
 from .golden import Case
+from .kernels import parse_kernel
 from .numbers import brief
 from .properties.checks import CheckResult, run_check
+from .reference.common import check_epochs, reporting_progress
 from .registry import ALGORITHMS, get
 from .sandbox import (
     ImplementationFailed,
@@ -66,8 +74,9 @@ class CaseResult:
     case: Case
     status: str
     message: str
-    excused: bool = False                 # passed up to a fragile trial
+    excused: bool = False                 # passed up to a fragile trial, not beyond
     first_divergence: int | None = None
+    branches: list[int] = field(default_factory=list)  # fragile trials whose branch it took
     not_reported: list[str] = field(default_factory=list)
     seconds: float = 0.0
     output: tuple[str, str] = ("", "")    # what the implementation wrote: stdout, stderr
@@ -81,6 +90,7 @@ class CaseResult:
         return {"case": self.case.name, "algorithm": self.case.algorithm,
                 "kernel": self.case.kernel, "status": self.status, "message": self.message,
                 "first_divergence": self.first_divergence, "excused": self.excused,
+                "branches": self.branches,
                 "not_reported": self.not_reported, "seconds": round(self.seconds, 6),
                 "stdout": self.output[0], "stderr": self.output[1]}
 
@@ -122,25 +132,26 @@ def judge(case: Case, actual: Any, partial: bool = True) -> CaseResult:
                                                                          numeric_final=True)
     except TraceFormatError as exc:
         return CaseResult(case, FAIL, f"not a valid trace: {exc}")
-    result = compare(case.expected, trace, bounds=case.tolerance, partial=partial)
+    result = judge_run(case.algorithm, case.X, case.y, trace, epochs=case.epochs,
+                       kernel=case.kernel, params=case.params, expected=case.expected,
+                       bounds=case.tolerance, partial=partial)
     if result.ok:
         return CaseResult(case, PASS, result.describe(), excused=result.excused,
                           first_divergence=result.first_divergence,
-                          not_reported=result.not_reported)
+                          not_reported=result.not_reported, branches=result.branches)
     message = result.describe()
     if result.first_divergence is not None:
         message = _with_exact_score(case, result.first_divergence, message)
     return CaseResult(case, FAIL, message, first_divergence=result.first_divergence,
-                      not_reported=result.not_reported)
+                      not_reported=result.not_reported, branches=result.branches)
 
 
 def _with_exact_score(case: Case, trial: int, message: str) -> str:
-    """Re-run the reference with scores to say what the exact score was there."""
+    """Re-run the exact run with scores to say what the exact score was there."""
     if "exact score" in message:
         return message
-    reference = get(case.algorithm).implementation("reference")
-    expected = reference(case.X, case.y, epochs=case.epochs, kernel=case.kernel,
-                         record_scores=True, **case.params)
+    expected = get(case.algorithm).exact_run()(case.X, case.y, epochs=case.epochs,
+                                         kernel=case.kernel, record_scores=True, **case.params)
     if not expected.scores or trial >= len(expected.scores):
         return message
     score = expected.scores[trial]
@@ -223,6 +234,129 @@ def verify(cases: Iterable[Case], produce: Callable[[Case], Any],
         if progress:
             progress(i + 1, len(cases))
     return results
+
+
+@dataclass
+class DataVerdict:
+    """The verdict on one run of an implementation on the user's data (``verify_on``):
+    ``status`` PASS, FAIL or NOT_APPLICABLE, ``message`` why, and the comparison behind it
+    (None where the implementation gave no trace to compare)."""
+
+    algorithm: str
+    source: str
+    n_examples: int
+    epochs: int
+    kernel: str
+    params: dict[str, Any]
+    status: str
+    message: str
+    comparison: Comparison | None = None
+    seconds_exact: float = 0.0
+    seconds_impl: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def trials(self) -> int:
+        return self.n_examples * self.epochs
+
+    def describe(self) -> str:
+        """One line: the verdict, what was judged, and why."""
+        run = (f"{self.algorithm} on {self.source} ({self.n_examples} examples x "
+               f"{self.epochs} epoch{'s' * (self.epochs != 1)}, {self.kernel})")
+        c = self.comparison
+        if c is None or self.status != PASS:
+            return f"{self.status.upper()} {run}: {self.message}"
+        judged = (f"every one of {self.trials} trials judged" if c.judged_every_trial
+                  else f"{c.first_divergence} of {self.trials} trials judged")
+        return (f"PASS {run}: {judged}, {c.fragile or 0} fragile on the exact run; "
+                f"{self.message}")
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record of ``verify --data --report``."""
+        c = self.comparison
+        return {"format": "perceptron-oracle/verify-data-report@1",
+                "algorithm": self.algorithm, "data": self.source,
+                "n_examples": self.n_examples, "epochs": self.epochs, "kernel": self.kernel,
+                "params": trace_files.encode_value(self.params), "status": self.status,
+                "message": self.message, "trials": self.trials,
+                "judged_every_trial": bool(c and c.judged_every_trial),
+                "first_divergence": c.first_divergence if c else None,
+                "fragile": c.fragile if c else None, "branches": c.branches if c else [],
+                "not_reported": c.not_reported if c else [],
+                "seconds_exact": round(self.seconds_exact, 6),
+                "seconds_impl": round(self.seconds_impl, 6)}
+
+
+def verify_on(data: Any, impl: Any, *, algorithm: str, epochs: int = 1,
+              kernel: str = "linear", params: dict[str, Any] | None = None,
+              partial: bool = True, progress: Callable[[int, int], None] | None = None
+              ) -> DataVerdict:
+    """``impl`` against the exact run of ``algorithm`` on ``data``, every trial judged.
+
+    ``data``: a data file's path (CSV, svmlight, npz; ``builtin:NAME``), a ``Dataset`` or
+    an (X, y) pair, y in {-1, +1}.  ``impl``: a callable in verify's protocol
+    (``f(algorithm, X, y, *, epochs, kernel, params)``, a ``Sandbox`` too), or the trace
+    (a Trace or its JSON dict) the user's own code wrote on that data.  ``params``: the
+    algorithm's parameters, passed to ``impl`` with the defaults filled in, as the golden
+    cases pass them.  The exact run is the family's exact engine (or its reference), reporting
+    ``progress(done, total)``; at a fragile trial where ``impl`` decides the other way it
+    follows ``impl``'s branch (``compare.judge_run``).  NotImplementedError from ``impl``:
+    NOT_APPLICABLE; anything else it raises, or a trace that is not one: FAIL."""
+    family = get(algorithm)
+    dataset = _dataset(data)
+    spec = parse_kernel(kernel).spec
+    resolved = family.params.resolve(dict(params or {}))
+    verdict = functools.partial(DataVerdict, algorithm, dataset.source, len(dataset.y),
+                                check_epochs(epochs), spec, resolved)
+    X = dataset.X.toarray() if hasattr(dataset.X, "toarray") else dataset.X
+    start = time.perf_counter()
+    with reporting_progress(progress):
+        expected = get(algorithm).exact_run()(X, dataset.y, epochs=epochs, kernel=spec,
+                                        record_scores=True, **resolved)
+    seconds_exact = time.perf_counter() - start
+    start = time.perf_counter()
+    try:
+        answer = impl if isinstance(impl, (Trace, dict)) else impl(
+            algorithm, dataset.X.copy(), dataset.y.copy(), epochs=epochs, kernel=spec,
+            params=dict(resolved))
+        document = trace_document(answer, len(dataset.y) * epochs)
+        actual = answer if isinstance(answer, Trace) else Trace.from_dict(
+            document, numeric_final=True)
+    except NotImplementedError as exc:
+        return verdict(NOT_APPLICABLE, str(exc) or "NotImplementedError")
+    except TraceFormatError as exc:
+        return verdict(FAIL, f"not a valid trace: {exc}")
+    except ImplementationFailed as exc:
+        return verdict(FAIL, exc.message)
+    except Exception as exc:  # an outside implementation may raise anything
+        return verdict(FAIL, describe_exception(exc))
+    seconds_impl = time.perf_counter() - start
+    try:
+        result = judge_run(algorithm, X, dataset.y, actual, epochs=epochs, kernel=spec,
+                           params=resolved, expected=expected, partial=partial)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        return verdict(FAIL, f"cannot be compared: {type(exc).__name__}: {exc}")
+    return verdict(PASS if result.ok else FAIL, result.describe(), result, seconds_exact,
+                   seconds_impl)
+
+
+def _dataset(data: Any) -> Dataset:
+    """``data`` as a checked Dataset (``verify_on``)."""
+    if isinstance(data, Dataset):
+        return data
+    if isinstance(data, (str, os.PathLike)):
+        name = os.fspath(data)
+        return datasets.builtin(name[len("builtin:"):]) if name.startswith("builtin:") \
+            else load_data(name)
+    try:
+        X, y = data
+    except (TypeError, ValueError):
+        raise DataError("data: expected a file's path, a Dataset or an (X, y) pair") from None
+    X, y = validate(X, y)
+    return Dataset(X, y)
 
 
 def result_file(directory: pathlib.Path, case: Case) -> pathlib.Path:

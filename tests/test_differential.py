@@ -7,8 +7,9 @@ parameters (``Family.forms_for``, from each form's declaration in the registry: 
 primal and dual forms take p = 2 only, PUMMA's and ALMA's duals too), so a form registered
 later (``registry.register_form``) is compared here too (tests/test_family_interface.py).
 A fast form must reproduce the reference's mistakes and updates exactly; the only excuse is a
-trial the reference flags as fragile (SPEC.md), and the final state must match within the
-bounds the reference derives.
+trial the reference flags as fragile (SPEC.md), where the reference then follows the form's
+branch and judges every later trial on it (``compare.judge_run``), and the final state must
+match within the bounds the reference derives.
 
 The linear items take the profile's number of examples (200 per strategy in ``ci``), and
 every fast form runs in them, the dual forms included; the forms that take p = 2 only get
@@ -27,7 +28,7 @@ import pytest
 from hypothesis import event, given, reject, settings
 from hypothesis import strategies as st
 
-from perceptron_oracle.compare import compare
+from perceptron_oracle.compare import judge_run
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.long_runs import stop_excused
 from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, nonlinear_kernels
@@ -107,9 +108,12 @@ def compare_forms_on_a_draw(algorithm: str, kernel_family: str, strategy: str,
             assert stop_excused(expected, stop), f"form {form}: {stop}"
             event(f"{form} stopped after a fragile trial, its state beyond float64 (accepted)")
             continue
-        result = compare(expected, actual, X)
+        result = judge_run(algorithm, X, y, actual, epochs=epochs, kernel=kernel,
+                           params=params, expected=expected)
         event(f"compared: {form}")
+        if result.branches:
+            event(f"{form} took the other branch at a fragile trial (judged on it)")
         if result.excused:
-            event(f"{form} diverged at a fragile trial (accepted)")
+            event(f"{form} diverged at a fragile trial whose branch cannot be followed")
         assert result.ok, f"form {form}: {result.describe()}"
     return forms

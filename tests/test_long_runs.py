@@ -61,11 +61,11 @@ def test_a_float_range_stop_is_accepted_only_after_a_flagged_trial():
         raise FloatRangeError("trial 7 (example 7): overflowed", trial=7)
 
     expected.fragile = []
-    assert not long_runs.judge(expected, stops, X).ok
+    assert not long_runs.judge(expected, stops, X, y, "linear", {}).ok
     expected.fragile = [9]
-    assert not long_runs.judge(expected, stops, X).ok
+    assert not long_runs.judge(expected, stops, X, y, "linear", {}).ok
     expected.fragile = [7]
-    outcome = long_runs.judge(expected, stops, X)
+    outcome = long_runs.judge(expected, stops, X, y, "linear", {})
     assert outcome.ok and "after a flagged trial" in outcome.verdict
 
 

@@ -153,7 +153,7 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
             record.fragile.append(t)
         if margin <= 0:
             record.mistakes.append(t)
-        if margin <= thr or tie_thr:
+        if record.decide(t, margin <= thr or tie_thr):
             record.updates.append(t)
             run.update(j, score)
     trace = record.trace("alma", kern, par, run.final())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from typing import Any, Protocol
 
@@ -86,10 +86,49 @@ def norm_param(doc: str) -> Param:
                  requirement=">= 2")
 
 
+#: The trials at which an exact run takes the other branch of its update test (``following``).
+_FOLLOWED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "followed_branches", default=frozenset())
+
+
+@contextlib.contextmanager
+def following(trials: Iterable[int]) -> Iterator[None]:
+    """Inside the block, every exact run decides its update test the other way at ``trials``
+    (``TrialRecord.decide``): the branch another implementation took at a fragile trial,
+    which the comparison then follows, judging every later trial on it (SPEC.md, "Comparing
+    traces").  A trial that is not fragile is never followed: the comparison fails there."""
+    token = _FOLLOWED.set(frozenset(trials))
+    try:
+        yield
+    finally:
+        _FOLLOWED.reset(token)
+
+
+#: Where exact runs report their progress (``reporting_progress``): a callable of (trials
+#: done, trials in all), or None.
+_PROGRESS: contextvars.ContextVar[Callable[[int, int], None] | None] = \
+    contextvars.ContextVar("exact_run_progress", default=None)
+
+#: An exact run reports its progress every this many trials.
+PROGRESS_EVERY = 256
+
+
+@contextlib.contextmanager
+def reporting_progress(report: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Inside the block, every exact run calls ``report(done, total)`` every PROGRESS_EVERY
+    trials and once at its end (``TrialRecord.trials``): a long run's progress bar."""
+    token = _PROGRESS.set(report)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
+
+
 class TrialRecord:
     """The trials of a run over ``epochs`` passes of T examples, and what the run records of
     them: the mistake, update and fragile trials, and (``record_scores``) the exact scores;
-    ``trace`` assembles the reference trace."""
+    ``trace`` assembles the reference trace.  ``decide`` is the update test's outcome (the
+    test itself, or the branch a comparison follows)."""
 
     def __init__(self, labels: list[int], epochs: int, record_scores: bool = True):
         self.labels, self.epochs = labels, epochs
@@ -97,14 +136,26 @@ class TrialRecord:
         self.updates: list[int] = []
         self.fragile: list[int] = []
         self.scores: list[Any] | None = [] if record_scores else None
+        self.followed = _FOLLOWED.get()
+
+    def decide(self, t: int, test: bool) -> bool:
+        """Whether trial t updates: ``test``, the exact outcome of the update test, or its
+        opposite where the run follows another implementation's branch (``following``)."""
+        return test != (t in self.followed)
 
     def trials(self) -> Iterator[tuple[int, int, int]]:
         """(t, j, y_j) for every trial t: trial t presents example j = t mod T (the online
         protocol, SPEC.md section 1)."""
         T = len(self.labels)
-        for t in range(self.epochs * T):
+        total = self.epochs * T
+        report = _PROGRESS.get()
+        for t in range(total):
+            if report is not None and t % PROGRESS_EVERY == 0:
+                report(t, total)
             j = t % T
             yield t, j, self.labels[j]
+        if report is not None:
+            report(total, total)
 
     def score(self, value: Any) -> None:
         if self.scores is not None:

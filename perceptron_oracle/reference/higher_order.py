@@ -168,7 +168,7 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
             record.scores.append(as_exact(score))
         if errors.score_is_fragile(score, magnitude):
             record.fragile.append(t)
-        if not is_mistake(label * decider):  # mistake iff y_t score_t <= 0
+        if not record.decide(t, is_mistake(label * decider)):  # iff y_t score_t <= 0
             continue
         record.mistakes.append(t)
         k = len(record.mistakes)

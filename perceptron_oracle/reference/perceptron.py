@@ -95,7 +95,7 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             record.fragile.append(t)
         if margin <= 0:
             record.mistakes.append(t)
-        if margin - tau <= 0 and (bound is None or alpha[j] < bound):
+        if record.decide(t, margin - tau <= 0 and (bound is None or alpha[j] < bound)):
             record.updates.append(t)      # w += eta y_t x_t, b += eta y_t C (Figure 1)
             votes.update(alpha)
             if alpha[j] == 0:

@@ -133,7 +133,7 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             err = score_error_bound(ops, magnitude_float(magnitude))
             if err and abs(float_or_inf(score)) <= err:
                 record.fragile.append(t)
-        if label * num <= 0:
+        if record.decide(t, label * num <= 0):
             record.mistakes.append(t)
             k += 1
             v = [a + label * b for a, b in zip(v, x)]

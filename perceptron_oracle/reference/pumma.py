@@ -213,7 +213,8 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             record.flag(t)
         if margin <= 0:                                  # mistake iff y score <= 0
             record.mistakes.append(t)
-        if not member and margin + slack < threshold:    # update iff y score + xi_j < 1 - delta
+        # update iff y score + xi_j < 1 - delta
+        if not member and record.decide(t, margin + slack < threshold):
             assert pair.pos is not None and pair.neg is not None     # the pair is complete
             pos, neg = (j, pair.neg) if label == 1 else (pair.pos, j)    # x replaces one
             m = errors.operations(st)

@@ -137,7 +137,7 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
             record.flag(t)
         if margin <= 0:                                   # mistake iff y score <= 0
             record.mistakes.append(t)
-        if test is not None and margin < threshold:       # update iff y score < 1 - delta
+        if test is not None and record.decide(t, margin < threshold):  # y score < 1 - delta
             if errors.ill_conditioned(j, margin):
                 shadow.singular.append(t)
             sens = errors.step(j, margin, error)

@@ -108,7 +108,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
         record.score(state.exact_score(s, q) if q is None else s / (1 + q))
         if rule.flags(t, j, s, state):
             record.fragile.append(t)
-        if label * s <= 0:  # mistake iff y_t score_t <= 0
+        if record.decide(t, label * s <= 0):  # mistake iff y_t score_t <= 0
             record.mistakes.append(t)
             rule.mistake(j, label)
             state.mistake(j, label, q)  # v_k = v_{k-1} + y_t x_t, X_k = S_t
