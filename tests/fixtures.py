@@ -7,6 +7,7 @@ that passes the same arguments gets the same values on every run.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,24 @@ def noisy_quarters(T: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return X, np.where(rng.random(T) < 0.1, -y, y)
 
 
+def random_labels(T: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """T standard-normal rows in n dimensions and labels drawn at random (no hyperplane):
+    mistakes all along a run."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((T, n))
+    return X, np.where(rng.random(T) < 0.5, 1, -1)
+
+
+def sparse_hyperplane(T: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """T standard-normal rows with about 30% of the entries zero, labelled by the sign of a
+    random standard-normal hyperplane through the origin plus Gaussian noise of 0.3."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((T, n))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    y = np.where(X @ rng.standard_normal(n) + 0.3 * rng.standard_normal(T) > 0, 1, -1)
+    return X, y
+
+
 def gaussian_blobs(T: int, n: int, K: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """K Gaussian blobs in n dimensions (standard-normal centres, noise 1.5): T rows and
     their class labels 0 .. K-1 (overlapping classes)."""
@@ -77,6 +96,28 @@ def assert_same_trace(got, want) -> None:
         assert plain_value(got.final.get(key)) == plain_value(want.final.get(key)), key
     for h in ("longest_survivor", "averaged"):
         assert plain_value(got.final[h]) == plain_value(want.final[h]), h
+
+
+def assert_final_close(got: Any, want: Any, rtol: float, atol: float,
+                       exact: tuple[str, ...] = (),
+                       tolerances: dict[str, tuple[float, float]] | None = None,
+                       key: str = "") -> None:
+    """Two final states (``Trace.final`` of float64 runs, or entries of them) agree: the same
+    entries, integers exactly, floats to (``rtol``, ``atol``), or to ``tolerances[name]`` for
+    an entry of that name; the entries whose dotted path is in ``exact`` exactly."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), (key, sorted(got), sorted(want))
+        for name in want:
+            assert_final_close(got[name], want[name], rtol, atol, exact, tolerances,
+                               f"{key}.{name}" if key else name)
+        return
+    left, right = np.asarray(got), np.asarray(want)
+    assert left.shape == right.shape, key
+    if (left.dtype.kind in "biu" and right.dtype.kind in "biu") or key in exact:
+        assert np.array_equal(left, right), key
+        return
+    rtol, atol = (tolerances or {}).get(key.rsplit(".", 1)[-1], (rtol, atol))
+    assert np.allclose(left.astype(float), right.astype(float), rtol=rtol, atol=atol), key
 
 
 def best_time(fn, *args, repeat: int = 1, **kwargs) -> float:

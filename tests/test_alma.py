@@ -227,7 +227,7 @@ def _recording_error_bounds(monkeypatch):
     score) as the fragile rule computes them."""
     from perceptron_oracle.reference import alma as ref
     seen = []
-    for cls in (ref._Primal, ref._Dual):
+    for cls in (ref.PrimalState, ref.DualState):
         def trial(self, j, _orig=cls.trial):
             out = _orig(self, j)
             seen.append((out[1], self.lost, float(out[0])))

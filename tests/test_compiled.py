@@ -1,64 +1,35 @@
-"""Both engines of the fast Perceptron and p-norm Perceptron forms: what only their loops do.
+"""The Perceptron's compiled loops (``fast._compiled``): what only they do.
 
-``engine="numba"`` (the compiled per-trial loops of ``fast._compiled``) and ``engine="numpy"``
-(the block-ahead driver) each run on the same drawn sequence and parameters as the exact
-reference, and each must pass ``compare`` as in tests/test_differential.py: the same mistakes
-and updates trial for trial (a divergence only at a fragile trial), the final state (w, b,
-alpha, votes, longest survivor, averaged) within the reference's bounds.  Dense and CSR input,
-the polynomial and Gaussian kernels, every Perceptron parameter, the dual's blocks and
-float64 overflow inside them.  Without numba the compiled items are skipped (reason stated).
-The concerns every engine form shares (both engines against the reference on the linear
-kernel, overflow, NaN and infinity in X, shadow runs, ``engine="numba"`` without numba):
-tests/test_engines.py.
+The primal loop run without building (one-vs-rest's two-class primal), the compiled dual's
+checks of non-finite X under each kernel, its CSR fallback to the numpy engine, its blocks
+against the reference (updates inside and at the end of a block, a non-finite score inside
+one), and the purge of the loops' cache when a source changes.  Without numba the items are
+skipped (reason stated).  The concerns every engine form shares (both engines against the
+reference under every kernel, overflow, NaN and infinity in X, shadow runs,
+``engine="numba"`` without numba): tests/test_engines.py; both engines on longer runs:
+tests/test_long_engine_runs.py.
 """
 
 from __future__ import annotations
 
+import types
 import warnings
-from functools import partial
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from fast_protocol import (
     ENGINES,
-    KERNEL_EXAMPLES,
-    SHARE,
     assert_engines_stop_alike,
     needs_numba,
 )
 from fast_protocol import check_against as _check
-from fast_protocol import check_run as _check_run
 from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast import perceptron as fp
-from perceptron_oracle.properties.strategies import (
-    SEQUENCES,
-    kernel_specs,
-    perceptron_params,
-)
 from perceptron_oracle.reference.perceptron import perceptron as reference
 from perceptron_oracle.trace import plain_value
-
-
-@needs_numba
-@pytest.mark.parametrize("family", ["poly", "rbf"])
-@pytest.mark.parametrize("strategy", list(SEQUENCES))
-@settings(max_examples=max(5, settings.default.max_examples // (2 * SHARE)))
-@given(data=st.data())
-def test_kernel_engines_match_reference(family, strategy, data):
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    kernel = data.draw(kernel_specs(family), label="kernel")
-    params = data.draw(perceptron_params(), label="params")
-    epochs = data.draw(st.integers(1, 2), label="epochs")
-    X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
-    expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
-    for engine in ENGINES:
-        _check_run(expected, partial(fp.dual, X, y, epochs=epochs, kernel=kernel, engine=engine,
-                                     **params), X, f"dual {kernel} {engine}")
 
 
 def _data(T=200, n=6, seed=0, scale=1.0):
@@ -94,23 +65,6 @@ def test_primal_loop_without_build_leaves_tally_and_history_alone(layout):
     assert (runs[False][3] & _compiled.UPDATE).sum() > 50
     assert (runs[False][4] == 7.0).all() and (runs[False][5] == 7).all()
     assert not (runs[True][4] == 7.0).all()  # the building run did write there
-
-
-@needs_numba
-def test_engines_agree_on_a_longer_run_with_every_parameter():
-    """A few thousand trials: identical decisions, votes and scores to rounding."""
-    X, y = _data(1500, 8, seed=1)
-    params = dict(eta=0.5, b0=-0.25, C=1, tau=0.2, lam=0.5, alpha_bound=2)
-    for run, kw in ((fp.primal, {}), (fp.dual, {}), (fp.dual, {"kernel": "rbf:gamma=0.5"}),
-                    (fp.dual, {"kernel": "poly:degree=3,coef0=1,gamma=0.5"})):
-        a = run(X, y, epochs=2, engine="numpy", record_scores=True, **params, **kw)
-        b = run(X, y, epochs=2, engine="numba", record_scores=True, **params, **kw)
-        assert a.mistakes == b.mistakes and a.updates == b.updates, (run.__name__, kw)
-        assert plain_value(a.final["votes"]) == plain_value(b.final["votes"])
-        assert np.array_equal(a.final["averaged"]["alpha"], b.final["averaged"]["alpha"])
-        assert a.final["longest_survivor"]["index"] == b.final["longest_survivor"]["index"]
-        assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12)
-        assert any(n for n in a.final["votes"]) and len(a.updates) > 100
 
 
 @needs_numba
@@ -243,8 +197,6 @@ def test_a_change_to_any_source_of_the_loops_purges_their_cache(tmp_path, monkey
     the cached ``_numba*`` loops (and only those) when the digest of every file they are
     compiled from differs from the one kept beside them (here, in a temporary directory
     standing for numba's cache directory)."""
-    import types
-
     nb = _compiled.kernels()
     monkeypatch.setattr(nb, "dense_dot", types.SimpleNamespace(
         _cache=types.SimpleNamespace(_cache_path=str(tmp_path))))

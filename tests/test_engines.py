@@ -8,7 +8,8 @@ with several parameter regimes whose loops differ (PUMMA's primal: p = 2 and p >
 variant each.  The concerns:
 
 - both engines match the reference on hypothesis-drawn data (dense and CSR X), as
-  tests/test_differential.py compares (``fast_protocol.check_run``);
+  tests/test_differential.py compares (``fast_protocol.check_run``); the forms that take any
+  kernel also under the polynomial and Gaussian kernels;
 - an overflow names the same trial in both engines (per-family data that overflows);
 - a NaN or an infinity in X is one DataError in either engine, dense and CSR;
 - runs under ``forced_updates`` take the numpy path (every compiled loop made to fail);
@@ -16,9 +17,9 @@ variant each.  The concerns:
   engine; an unknown engine is one ParamError line too).
 
 What only one family's loops do (the Perceptron's and ROMMA's dual blocks, the p-norm
-gradient passes, PUMMA's Newton, the longer runs with each family's final state) stays in that
-family's file.  Without numba the compiled items are skipped (reason stated); the ParamError
-for ``engine="numba"`` without numba is tested either way.
+gradient passes, PUMMA's Newton) stays in that family's file; both engines on longer runs:
+tests/test_long_engine_runs.py.  Without numba the compiled items are skipped (reason
+stated); the ParamError for ``engine="numba"`` without numba is tested either way.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from hypothesis import strategies as st
 
 from fast_protocol import (
     ENGINES,
+    KERNEL_EXAMPLES,
     SHARE,
     assert_bad_value_named,
     assert_engines_stop_alike,
@@ -47,7 +49,7 @@ from perceptron_oracle.fast import _compiled, _compiled_pumma, _compiled_romma
 from perceptron_oracle.fast import higher_order as fast_ho
 from perceptron_oracle.fast import second_order as fast_so
 from perceptron_oracle.fast.driver import forced_updates
-from perceptron_oracle.properties.strategies import SEQUENCES
+from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, nonlinear_kernels
 from perceptron_oracle.reference.maximum_margin import NotConverged
 from perceptron_oracle.registry import ALGORITHMS
 
@@ -118,6 +120,39 @@ def test_engines_match_reference(name, form, variant, strategy, data):
         for X, kind in layouts:
             check_run(expected, partial(run, X, seq.y, epochs=epochs, engine=engine, **params),
                       seq.X, f"{name} {form} {kind} {engine} {params}")
+
+
+#: Every (algorithm, form) whose declaration takes ``engine`` and any kernel.
+KERNEL_ENGINE_FORMS = [(name, form) for name, form in ENGINE_FORMS
+                       if ALGORITHMS[name].form(form).kernels == "any"]
+#: The engines there are to run: without numba, the numpy engine alone.
+AVAILABLE_ENGINES = ENGINES if _compiled.available() else ("numpy",)
+
+
+@pytest.mark.parametrize("kernel_family", list(nonlinear_kernels()))
+@pytest.mark.parametrize("strategy", list(SEQUENCES))
+@pytest.mark.parametrize("name,form", KERNEL_ENGINE_FORMS)
+@settings(max_examples=max(5, settings.default.max_examples // (2 * SHARE)))
+@given(data=st.data())
+def test_kernel_engines_match_reference(name, form, strategy, kernel_family, data):
+    """A drawn kernel of ``kernel_family``, parameters for the form and the first
+    KERNEL_EXAMPLES examples of the drawn sequence (the exact kernel runs grow fast), one or
+    two epochs: each engine (the numpy engine alone without numba) makes the reference's
+    decisions and ends within its bounds, or stops in float64 after a flagged trial."""
+    seq = data.draw(SEQUENCES[strategy](), label="sequence")
+    kernel = data.draw(kernel_specs(kernel_family), label="kernel")
+    params = data.draw(ALGORITHMS[name].draw_params(form), label="params")
+    epochs = data.draw(st.integers(1, 2), label="epochs")
+    X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
+    try:
+        expected = ALGORITHMS[name].implementation("reference")(
+            X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
+    except NotConverged:  # no exact answer to compare with (SPEC.md 14.5)
+        reject()
+    run = _run(name, form)
+    for engine in AVAILABLE_ENGINES:
+        check_run(expected, partial(run, X, y, epochs=epochs, kernel=kernel, engine=engine,
+                                    **params), X, f"{name} {form} {kernel} {engine} {params}")
 
 
 # -- an overflow names the same trial in both engines -----------------------------------------
@@ -220,9 +255,11 @@ def _with_engine(run: Any, y: Any, params: dict[str, Any], X: Any, engine: str) 
 @pytest.mark.parametrize("name,form", ENGINE_FORMS)
 def test_nan_or_infinity_in_x_is_one_data_error(name, form, row, bad):
     """Row 0 is scored at start-up, row 30 after it: dense and CSR, each engine raises the
-    one-line DataError that names the value, as validation does."""
+    one-line DataError that names the value, as validation does (a form that takes any
+    kernel also under the Gaussian kernel)."""
     run = _run(name, form)
-    for params in BAD_VALUE_PARAMS.get((name, form), [{}]):
+    kernels = [{"kernel": "rbf:gamma=1"}] if (name, form) in KERNEL_ENGINE_FORMS else []
+    for params in BAD_VALUE_PARAMS.get((name, form), [{}]) + kernels:
         X, y = noisy_uniform(50, 4, seed=3)
         X[row, 2] = bad
         assert_bad_value_named(partial(_with_engine, run, y, params), X, bad)

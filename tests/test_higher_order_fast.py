@@ -1,22 +1,24 @@
 """Form-specific tests of the fast Higher-Order Perceptron and p-norm Perceptron.
 
-The trial-for-trial agreement with the reference is tests/test_differential.py's; here: what
-the forms promise beyond it (CSR input, errors, the dual form's cost claim, D symmetric,
-no drift over long runs) and the paper's artificial experiment (section 4, Figure 2).
+The trial-for-trial agreement with the reference is tests/test_differential.py's, and what
+every fast form promises (bad data, a kernel or p a form does not take, CSR input, the forms
+agreeing on a long run) tests/test_fast_forms.py's; here: what these forms alone promise
+(HO's parameter ranges, the implicit form's finiteness check, the dual form's cost claim,
+D symmetric, no drift over long runs, the compiled engine at p != 2) and the paper's
+artificial experiment (section 4, Figure 2).
 """
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fixtures import noisy_unit_rows
 from perceptron_oracle.compare import compare
 from perceptron_oracle.errors import DataError, ParamError
 from perceptron_oracle.experiments import higher_order as experiment
@@ -25,9 +27,7 @@ from perceptron_oracle.fast import pnorm_perceptron as pn
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.preprocessing import normalize
 from perceptron_oracle.properties.strategies import SEQUENCES, higher_order_params
-from perceptron_oracle.reference import pnorm_perceptron as ref_pn
 from perceptron_oracle.registry import get
-from test_api import without_engine
 
 # the exact runs as the registry gives them: with their shadow runs (SPEC.md section 3)
 reference_ho = get("higher_order").implementation("reference")
@@ -35,84 +35,18 @@ reference_ho = get("higher_order").implementation("reference")
 FORMS = ("primal", "dual", "implicit")
 
 
-def _noisy(T: int, n: int, seed: int, noise: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = normalize(rng.standard_normal((T, n)))
-    u = rng.standard_normal(n)
-    y = np.where(X @ u > 0, 1, -1)
-    y = np.where(rng.random(T) < noise, -y, y)
-    return X, y
-
-
-def _sparse_data(seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = sp.random(60, 40, density=0.15, random_state=seed, format="csr")
-    y = np.where(rng.random(60) < 0.5, 1, -1)
-    return X, y
-
-
-# -- the public surface ---------------------------------------------------------------------
-@pytest.mark.parametrize("form", FORMS)
-def test_every_form_has_the_reference_signature(form):
-    assert without_engine(getattr(ho, form)) == inspect.signature(reference_ho)
-
-
-def test_pnorm_primal_has_the_reference_signature():
-    assert without_engine(pn.primal) == inspect.signature(ref_pn.pnorm_perceptron)
-
-
-# -- CSR input -----------------------------------------------------------------------------
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("params", [dict(c=Fraction(2, 5)), dict(c=Fraction(1, 2),
-                                    rho="theorem1", sparse=True), dict(c=0)])
-def test_csr_input_gives_the_dense_trace(form, params):
-    X, y = _sparse_data(3)
-    dense = getattr(ho, form)(X.toarray(), y, epochs=3, **params)
-    sparse = getattr(ho, form)(X, y, epochs=3, **params)
-    assert sparse.mistakes == dense.mistakes
-    assert np.allclose(sparse.final["w"], dense.final["w"], rtol=1e-12, atol=1e-14)
-    assert np.allclose(sparse.final["v"], dense.final["v"], rtol=0, atol=1e-14)
-
-
-def test_csr_input_implicit_p4_and_pnorm():
-    X, y = _sparse_data(4)
-    for run in (lambda Z: ho.implicit(Z, y, epochs=2, p=4),
-                lambda Z: pn.primal(Z, y, epochs=2, p=3)):
-        dense, sparse = run(X.toarray()), run(X)
-        assert sparse.mistakes == dense.mistakes
-        assert np.allclose(sparse.final["w"], dense.final["w"], rtol=1e-12, atol=1e-14)
-
-
-# -- bad input -------------------------------------------------------------------------------
+# -- bad parameters: HO's own ranges ---------------------------------------------------------
 @pytest.mark.parametrize("form,kwargs,match", [
-    ("primal", dict(kernel="poly:degree=2"), "linear kernel"),
-    ("implicit", dict(kernel="rbf:gamma=1"), "linear kernel"),
-    ("primal", dict(p=3), "p = 2"),
-    ("dual", dict(p=4), "p = 2"),
     ("implicit", dict(p=Fraction(3, 2)), "p"),
     ("dual", dict(c=1), "c"),                          # c/k needs c < 1
     ("implicit", dict(c=0, rho="theorem1"), "c"),       # theorem1 needs c > 0
     ("primal", dict(rho="c/2k"), "rho"),
     ("dual", dict(sparse="maybe"), "sparse"),
-    ("implicit", dict(epochs=0), "epochs"),
 ])
 def test_bad_parameters_fail_with_a_param_error(form, kwargs, match):
-    X, y = _noisy(10, 3, 0)
+    X, y = noisy_unit_rows(10, 3, 0)
     with pytest.raises(ParamError, match=match):
         getattr(ho, form)(X, y, **kwargs)
-
-
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("X,y,match", [
-    (np.array([[1.0, 0.0], [np.nan, 1.0]]), np.array([1, -1]), "NaN"),
-    (np.array([[1.0, 0.0], [np.inf, 1.0]]), np.array([1, -1]), "infinity"),
-    (np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, 0]), "label"),
-    (np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1]), "rows"),
-    (np.zeros((0, 2)), np.zeros(0), "empty"),
-])
-def test_bad_data_fails_with_a_data_error(form, X, y, match):
-    with pytest.raises(DataError, match=match):
-        getattr(ho, form)(X, y)
 
 
 @pytest.mark.parametrize("p", [2, 4])
@@ -133,10 +67,8 @@ def test_implicit_row_sums_are_the_finiteness_check(p, bad, match):
             ho.implicit(X, np.array([1, -1, 1]), p=p)
 
 
-def test_pnorm_rejects_kernels_and_small_p():
-    X, y = _noisy(10, 3, 0)
-    with pytest.raises(ParamError, match="linear kernel"):
-        pn.primal(X, y, kernel="poly:degree=2")
+def test_pnorm_rejects_p_below_2():
+    X, y = noisy_unit_rows(10, 3, 0)
     with pytest.raises(ParamError, match="p"):
         pn.primal(X, y, p=1)
 
@@ -149,7 +81,7 @@ def _rho_prefix(rhos: list[float]) -> list[int]:
 
 @pytest.mark.parametrize("kernel", ["linear", "poly:degree=2,coef0=1,gamma=1"])
 def test_dual_does_no_matrix_work_when_rho_is_zero(kernel):
-    X, y = _noisy(80, 4, 5, noise=0.2)
+    X, y = noisy_unit_rows(80, 4, 5, noise=0.2)
     trace, model = ho.run_model("dual", X, y, epochs=3, kernel=kernel, c=0)
     assert len(trace.mistakes) > 20
     assert model.kp == 0 and model.d_work == 0 and model.d_updates == 0
@@ -161,7 +93,7 @@ def test_dual_work_is_quadratic_only_in_the_mistakes_with_positive_rho(kernel):
     rho > 0, and the D work is one product with D_+ per mistake (b = D_+ c_+, kp^2 with kp
     the earlier mistakes with rho > 0) plus the periodic refresh of g (kp^2 every REFRESH
     mistakes): no work at all while every rho so far is 0."""
-    X, y = _noisy(80, 4, 6, noise=0.2)
+    X, y = noisy_unit_rows(80, 4, 6, noise=0.2)
     trace, model = ho.run_model("dual", X, y, epochs=3, kernel=kernel, sparse=True)
     rhos = trace.final["rho"]
     positive = sum(r != 0 for r in rhos)
@@ -178,7 +110,7 @@ def test_dual_work_is_quadratic_only_in_the_mistakes_with_positive_rho(kernel):
 
 def test_dual_g_recursion_matches_g_recomputed():
     """The recursion for g (one D product per mistake) against y + D h, on a long run."""
-    X, y = _noisy(300, 10, 16, noise=0.2)
+    X, y = noisy_unit_rows(300, 10, 16, noise=0.2)
     _, model = ho.run_model("dual", X, y, epochs=3, kernel="rbf:gamma=1", c=Fraction(1, 2))
     assert model.k > 100
     g = model.g[:model.k]
@@ -189,7 +121,7 @@ def test_dual_g_recursion_matches_g_recomputed():
                                     "rbf:gamma=2"])
 @pytest.mark.parametrize("rho", ["c/k", "theorem1", "constant"])
 def test_dual_D_is_symmetric(kernel, rho):
-    X, y = _noisy(60, 4, 7, noise=0.2)
+    X, y = noisy_unit_rows(60, 4, 7, noise=0.2)
     _, model = ho.run_model("dual", X, y, epochs=2, kernel=kernel, rho=rho, c=Fraction(1, 2))
     D = model.d_matrix()
     assert D.shape[0] > 10 and np.array_equal(D, D.T)
@@ -198,7 +130,7 @@ def test_dual_D_is_symmetric(kernel, rho):
 def test_dual_d_kk_reduces_to_the_papers_formula_for_unit_x():
     """d_kk = rho^2 c^T b - 2 rho + rho^2 k(x,x); for ||x|| = 1: rho^2 x^T X b - 2 rho + rho^2.
     Checked against A_k = I + X D X^T built from the primal form's A."""
-    X, y = _noisy(40, 5, 8, noise=0.2)
+    X, y = noisy_unit_rows(40, 5, 8, noise=0.2)
     trace_p, primal = ho.run_model("primal", X, y, epochs=2)
     trace_d, dual = ho.run_model("dual", X, y, epochs=2)
     assert trace_p.mistakes == trace_d.mistakes
@@ -209,14 +141,14 @@ def test_dual_d_kk_reduces_to_the_papers_formula_for_unit_x():
 
 def test_dual_kernel_rows_path_equals_the_linear_path():
     """The polynomial kernel of degree 1 is the linear kernel, scored through cached rows."""
-    X, y = _noisy(70, 4, 9, noise=0.2)
+    X, y = noisy_unit_rows(70, 4, 9, noise=0.2)
     a = ho.dual(X, y, epochs=3)
     b = ho.dual(X, y, epochs=3, kernel="poly:degree=1,coef0=0,gamma=1")
     assert a.mistakes == b.mistakes
 
 
 def test_dual_beyond_the_kernel_cache(monkeypatch):
-    X, y = _noisy(70, 4, 10, noise=0.2)
+    X, y = noisy_unit_rows(70, 4, 10, noise=0.2)
     full = ho.dual(X, y, epochs=3, kernel="rbf:gamma=1")
     monkeypatch.setattr(ho, "KERNEL_CACHE_BYTES", 8 * 70 * 3)  # three rows
     small, model = ho.run_model("dual", X, y, epochs=3, kernel="rbf:gamma=1")
@@ -258,7 +190,7 @@ def test_no_drift_over_a_long_run(form, p):
     """Hundreds of mistakes: the final w stays within 1e-11 (relative to max |w|) of the same
     run recomputed in long double.  primal and dual recompute w from their state after every
     mistake rather than updating it, so errors do not accumulate in w."""
-    X, y = _noisy(300, 20, 11, noise=0.15)
+    X, y = noisy_unit_rows(300, 20, 11, noise=0.15)
     X = normalize(X, p)
     trace = getattr(ho, form)(X, y, epochs=4, p=p)
     assert len(trace.mistakes) > 250
@@ -271,7 +203,7 @@ def test_implicit_p4_continues_with_an_explicit_b(monkeypatch):
     """p != 2: once 4 k_+ >= n the implicit form replays its factors into B_k and goes on
     with it (O(n^2) per mistake); the run equals the factor-by-factor one (switch held off)
     trial for trial, w to 1e-12, and the reference's mistakes."""
-    X, y = _noisy(200, 12, 14, noise=0.1)
+    X, y = noisy_unit_rows(200, 12, 14, noise=0.1)
     X = normalize(X, 4)
     trace, model = ho.run_model("implicit", X, y, epochs=2, p=4)
     assert model.B is not None and not model.frho
@@ -283,17 +215,9 @@ def test_implicit_p4_continues_with_an_explicit_b(monkeypatch):
     assert trace.mistakes == reference_ho(X, y, epochs=2, p=4).mistakes
 
 
-def test_forms_agree_on_a_long_run():
-    X, y = _noisy(400, 30, 12, noise=0.15)
-    traces = [getattr(ho, form)(X, y, epochs=3, c=Fraction(1, 2)) for form in FORMS]
-    assert traces[0].mistakes == traces[1].mistakes == traces[2].mistakes
-    for other in traces[1:]:
-        assert np.allclose(other.final["w"], traces[0].final["w"], rtol=1e-10, atol=1e-12)
-
-
 @pytest.mark.parametrize("p", [2, 3, 7])
 def test_ho_with_c_zero_is_the_pnorm_perceptron(p):
-    X, y = _noisy(150, 8, 13, noise=0.1)
+    X, y = noisy_unit_rows(150, 8, 13, noise=0.1)
     X = normalize(X, p)
     a = ho.implicit(X, y, epochs=3, p=p, c=0)
     b = pn.primal(X, y, epochs=3, p=p)
@@ -411,7 +335,7 @@ def test_compiled_p4_makes_the_numpy_engines_and_the_references_mistakes(monkeyp
     the numpy engine's mistakes and rho, w to 1e-12, and the reference's mistakes."""
     if route == "after the switch":
         monkeypatch.setattr(ho._Implicit, "COMPILED_EXPLICIT_MAX_N", 0)
-    X, y = _noisy(200, 12, 14, noise=0.1)
+    X, y = noisy_unit_rows(200, 12, 14, noise=0.1)
     X = normalize(X, 4)
     calls = []
     step = ho._compiled_step
@@ -433,7 +357,7 @@ def test_compiled_p4_reports_a_score_out_of_range_at_its_trial(monkeypatch):
     """Non-contracting factors (rho ||x||_4^2 = 30), let through to the explicit B_k by
     declaring them contracting: B_k grows until a score is not finite.  The compiled loop
     stops with the numpy engine's FloatRangeError, naming the same trial."""
-    X, y = _noisy(400, 6, 15, noise=0.3)
+    X, y = noisy_unit_rows(400, 6, 15, noise=0.3)
     X = normalize(X, 4) * np.sqrt(40.0)
     monkeypatch.setattr(ho._Implicit, "_all_contracting", lambda self: True)
     returns = []

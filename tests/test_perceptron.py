@@ -18,6 +18,7 @@ from perceptron_oracle import run
 from perceptron_oracle.compare import compare
 from perceptron_oracle.datasets import separable as make_separable
 from perceptron_oracle.fast import _compiled as compiled
+from perceptron_oracle.fast import perceptron as fast_perceptron
 from perceptron_oracle.fast._compiled import available as compiled_available
 from perceptron_oracle.properties import perceptron as inv
 from perceptron_oracle.properties.strategies import (
@@ -115,18 +116,8 @@ def test_non_dyadic_parameters_flag_fragile_trials_only_near_thresholds():
     assert trace.fragile  # ties in exact arithmetic that float64 cannot promise
 
 
-def test_sparse_input_takes_the_same_path(tmp_path):
-    ds = make_separable(300, 40, 0.05, seed=3)
-    X = np.where(np.abs(ds.X) > 0.15, ds.X, 0.0)
-    dense = run("perceptron", X, ds.y, impl="fast", form="primal", epochs=2)
-    for form in ("primal", "dual"):
-        sparse = run("perceptron", sp.csr_matrix(X), ds.y, impl="fast", form=form, epochs=2)
-        assert sparse.mistakes == dense.mistakes and sparse.updates == dense.updates
-
-
 def test_dual_cache_overflow_path_matches(monkeypatch):
     """Past the kernel-row cache budget the dual form computes rows per block: same trace."""
-    from perceptron_oracle.fast import perceptron as fast_perceptron
     ds = make_separable(120, 6, 0.0, seed=4)
     y = np.where(np.arange(120) % 7 == 0, -ds.y, ds.y)
     full = run("perceptron", ds.X, y, impl="fast", form="dual", epochs=3, kernel="rbf:gamma=2")

@@ -2,15 +2,15 @@
 reference comparisons of tests/test_engines.py: the gradient's vectorised passes against the
 numpy gradient on every path they take (and the scalar passes they hand v = 0, subnormal,
 huge or non-finite v to), NaN in X named before an overflow (dense X is not summed up
-front: the loop's scores are the check; NaN and infinity alone: tests/test_engines.py), and
-the two engines on a longer run.  Without numba every item is skipped (reason stated).
+front: the loop's scores are the check; NaN and infinity alone: tests/test_engines.py).
+Both engines on a longer run: tests/test_long_engine_runs.py.  Without numba every item is
+skipped (reason stated).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 from fast_protocol import ENGINES, needs_numba
 from perceptron_oracle.errors import DataError
@@ -73,20 +73,3 @@ def test_non_finite_x_after_an_overflow_is_still_named_first():
     for engine in ENGINES:
         with pytest.raises(DataError, match="X contains NaN"):
             pn.primal(X, y, p=3, epochs=2, engine=engine)
-
-
-@pytest.mark.parametrize("p", [4.0, 3.5])
-def test_engines_agree_on_a_longer_run(p):
-    """Two thousand trials of noisy data, dense and CSR: the same mistakes, scores and final
-    w to rounding."""
-    rng = np.random.default_rng(8)
-    X = rng.standard_normal((1000, 12))
-    X[rng.random(X.shape) < 0.3] = 0.0
-    y = np.where(X @ rng.standard_normal(12) + 0.3 * rng.standard_normal(1000) > 0, 1, -1)
-    for data in (X, sp.csr_matrix(X)):
-        a = pn.primal(data, y, p=p, epochs=2, engine="numpy", record_scores=True)
-        b = pn.primal(data, y, p=p, epochs=2, engine="numba", record_scores=True)
-        assert a.mistakes == b.mistakes == b.updates and len(a.mistakes) > 100
-        assert np.allclose(a.scores, b.scores, rtol=1e-12, atol=1e-12)
-        assert np.allclose(a.final["w"], b.final["w"], rtol=1e-12, atol=1e-14)
-        assert np.array_equal(a.final["v"], b.final["v"])

@@ -1,16 +1,17 @@
-"""PUMMA's primal form on both engines against the reference and against each other.
+"""PUMMA's compiled loops (``fast._compiled_pumma``: p = 2, and p > 2 with its compiled Newton):
+what only they do.
 
-``engine="numba"`` (the compiled per-trial loops of ``fast._compiled_pumma``: p = 2, and
-p > 2 with its compiled Newton) and ``engine="numpy"`` (the block-ahead driver), on dense
-and CSR input, hard and soft margin, each run on the same drawn sequence and parameters as
-the exact reference and must pass ``compare`` as in tests/test_differential.py (the same
-mistakes and updates trial for trial, a divergence only at a fragile trial; the final state
-within the reference's bounds).  The p > 2 loop's Python finishing pass (a Newton left above
-NEWTON_TOLERANCE) is reached inside the loop, on natural small-integer data and with the
-Newton cut to one step.  The fallbacks to the numpy path (shadow runs, ``forced_run``) are
-checked by making the compiled loops fail if they are called.  Without numba the compiled
-items are skipped (reason stated).  Both engines against the reference (p = 2 and p > 2),
-overflow, NaN and infinity in X and ``engine="numba"`` without numba: tests/test_engines.py.
+The linear dual's compiled run is the primal's loop; the p > 2 loop's Newton finished in
+Python, exact case ties, PUMMA's start-up, the choice of loop per engine, and stops on a
+state beyond float64 at flagged trials, each against the reference and the numpy engine
+(``engine="numpy"``, the block-ahead driver). The p > 2 loop's Python finishing pass (a
+Newton left above NEWTON_TOLERANCE) is reached inside the loop, on natural small-integer data
+and with the Newton cut to one step. The fallbacks to the numpy path (shadow runs,
+``forced_run``) are checked by making the compiled loops fail if they are called. Without
+numba the compiled items are skipped (reason stated). Both engines against the reference (p =
+2 and p > 2), overflow, NaN and infinity in X and ``engine="numba"`` without numba:
+tests/test_engines.py; both engines on longer runs (p = 2 and p > 2, hard and soft margin,
+dense and CSR): tests/test_long_engine_runs.py.
 """
 
 from __future__ import annotations
@@ -55,55 +56,6 @@ def test_the_linear_dual_runs_the_primal_loop():
         assert driver.updates == dual.updates and driver.scores != dual.scores
     rbf = {e: fp.dual(X[:60], y[:60], kernel="rbf:gamma=1", engine=e) for e in ENGINES}
     assert plain_value(rbf["numba"].final) == plain_value(rbf["numpy"].final)
-
-
-def _assert_engines_agree(a, b, C):
-    """Traces ``a`` (numpy engine) and ``b`` (numba) of one run of some hundred updates: the
-    same decisions and pair; scores, w and (C given) the slacks equal to rounding."""
-    assert a.mistakes == b.mistakes and a.updates == b.updates
-    assert len(a.updates) > 300
-    assert (a.final["pos"], a.final["neg"]) == (b.final["pos"], b.final["neg"])
-    size = max(1.0, float(np.max(np.abs(a.scores))))
-    assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9 * size)
-    assert np.allclose(a.final["w"], b.final["w"], rtol=1e-8, atol=1e-8)
-    if C is not None:
-        assert np.allclose(a.final["xi"], b.final["xi"], rtol=1e-8, atol=1e-10)
-
-
-@needs_numba
-@pytest.mark.parametrize("C", [None, "1/2"])
-def test_engines_agree_on_a_longer_run(C):
-    """Some thousands of trials, dense and CSR, delta > 0: identical decisions and pair,
-    scores, w, b and the slacks equal to rounding."""
-    X, y = noisy_uniform(1500, 12, seed=1)
-    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
-    for data in (X, Xs):
-        a = fp.primal(data, y, epochs=2, delta="1/10", C=C, engine="numpy",
-                      record_scores=True)
-        b = fp.primal(data, y, epochs=2, delta="1/10", C=C, engine="numba",
-                      record_scores=True)
-        _assert_engines_agree(a, b, C)
-        assert np.isclose(a.final["b"], b.final["b"], rtol=1e-8, atol=1e-8)
-        assert ("xi" in b.final) == (C is not None)
-        if C is not None:
-            assert np.count_nonzero(b.final["xi"]) > 100
-
-
-@needs_numba
-@pytest.mark.parametrize("C", [None, "1/2"])
-@pytest.mark.parametrize("p", [Fraction(5, 2), 3, 4])
-def test_p_above_2_engines_agree_on_a_longer_run(p, C):
-    """p > 2, thousands of trials and hundreds of case-(ii) updates, dense and CSR: the
-    compiled loop makes the driver's decisions, its scores and w equal to rounding."""
-    X, y = noisy_uniform(1500, 12, seed=1)
-    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.3, 0.0, X))
-    for data in (X, Xs):
-        a = fp.primal(data, y, epochs=2, p=p, delta="1/10", C=C, engine="numpy",
-                      record_scores=True)
-        b = fp.primal(data, y, epochs=2, p=p, delta="1/10", C=C, engine="numba",
-                      record_scores=True)
-        _assert_engines_agree(a, b, C)
-        assert np.isclose(a.final["b"], b.final["b"], rtol=1e-8, atol=1e-8)
 
 
 def _integer_data(seed: int) -> tuple[np.ndarray, np.ndarray]:

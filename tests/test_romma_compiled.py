@@ -1,31 +1,24 @@
-"""ROMMA's fast forms on both engines against the reference, the dual form's running products
-and kernel cache, and CSR input taken without a copy.
+"""ROMMA's compiled loops and dual form: what only they do, and CSR input taken without a
+copy.
 
-``engine="numba"`` (the compiled per-trial loop of ``fast._compiled_romma``) and
-``engine="numpy"`` (the block-ahead driver) of the primal form, on dense and CSR input, and
-of the dual form (the linear kernel: the primal's loop, or windows of kernel blocks), each
-run on the same drawn sequence and parameters as the exact reference and
-must pass ``compare`` as in tests/test_differential.py (the same mistakes and updates trial
-for trial, a divergence only at a fragile trial; the final state within the reference's
-bounds).  Without numba the compiled items are skipped (reason stated).  The primal and
-linear dual against the reference, overflow, NaN and infinity in X, shadow runs and
-``engine="numba"`` without numba: tests/test_engines.py.
+The linear dual's compiled run is the primal's loop; the kernel dual's compiled blocks
+(updates inside a block, case (i) dropping a support inside one, an overflow, CSR X and
+shadow runs taking the numpy engine's windows); the dual form's running products and kernel
+cache; ``data.validate`` taking canonical CSR input without a copy and copying any other.
+Without numba the compiled items are skipped (reason stated).  Both engines against the
+reference under every kernel, overflow, NaN and infinity in X, shadow runs and
+``engine="numba"`` without numba: tests/test_engines.py; both engines on longer runs:
+tests/test_long_engine_runs.py; CSR input against dense for every form:
+tests/test_fast_forms.py.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from fast_protocol import (
-    KERNEL_EXAMPLES,
-    SHARE,
-    assert_bad_value_named,
     assert_engines_stop_alike,
     needs_numba,
 )
@@ -36,7 +29,6 @@ from perceptron_oracle.errors import DataError
 from perceptron_oracle.fast import maximum_margin
 from perceptron_oracle.fast import romma as fr
 from perceptron_oracle.fast.driver import forced_updates, run_blocks
-from perceptron_oracle.properties.strategies import SEQUENCES, kernel_specs, romma_params
 from perceptron_oracle.registry import get
 from perceptron_oracle.trace import plain_value
 
@@ -56,43 +48,6 @@ def test_the_linear_dual_runs_the_primal_loop():
         (primal.mistakes, primal.updates, primal.scores, plain_value(primal.final))
     windows = fr.dual(X, y, delta="1/10", engine="numpy", record_scores=True)
     assert windows.updates == dual.updates and windows.scores != dual.scores
-
-
-@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
-@pytest.mark.parametrize("family", ["poly", "rbf"])
-@settings(max_examples=max(5, settings.default.max_examples // (4 * SHARE)))
-@given(data=st.data())
-def test_kernel_dual_matches_reference(family, engine, data):
-    strategy = data.draw(st.sampled_from(sorted(SEQUENCES)), label="strategy")
-    seq = data.draw(SEQUENCES[strategy](), label="sequence")
-    kernel = data.draw(kernel_specs(family), label="kernel")
-    params = data.draw(romma_params(), label="params")
-    epochs = data.draw(st.integers(1, 2), label="epochs")
-    X, y = seq.X[:KERNEL_EXAMPLES], seq.y[:KERNEL_EXAMPLES]
-    expected = reference(X, y, epochs=epochs, kernel=kernel, record_scores=True, **params)
-    _check_run(expected, partial(fr.dual, X, y, epochs=epochs, kernel=kernel, engine=engine,
-                                 **params), X, f"dual {kernel} {engine}")
-
-
-@needs_numba
-def test_engines_agree_on_a_longer_run():
-    """Some thousands of trials, dense and CSR, delta > 0: identical decisions, scores and
-    final w to rounding; the dual's too, on a prefix."""
-    X, y = noisy_uniform(1500, 12, seed=1)
-    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X))
-    for data in (X, Xs):
-        a = fr.primal(data, y, epochs=2, delta="1/10", engine="numpy", record_scores=True)
-        b = fr.primal(data, y, epochs=2, delta="1/10", engine="numba", record_scores=True)
-        assert a.mistakes == b.mistakes and a.updates == b.updates
-        assert len(a.updates) > 300
-        assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9)
-        assert np.allclose(a.final["w"], b.final["w"], rtol=1e-8, atol=1e-8)
-    # the dual on a prefix: further on, on these non-separable data, ||w|| grows to 1e9 and
-    # the dual's cancelling coefficients part from the primal (a fragile stretch)
-    d = fr.dual(X[:500], y[:500], delta="1/10", engine="numpy")
-    a = fr.primal(X[:500], y[:500], delta="1/10", engine="numba")
-    assert d.updates == a.updates and d.mistakes == a.mistakes and len(a.updates) > 100
-    assert np.allclose(d.final["w"], a.final["w"], rtol=1e-8, atol=1e-8)
 
 
 # -- the kernel dual's compiled blocks (fr._dual_compiled) ------------------------------------
@@ -185,37 +140,12 @@ def test_compiled_dual_case_one_drops_the_support_inside_a_block(monkeypatch):
 
 
 @needs_numba
-@pytest.mark.parametrize("kernel", ["rbf:gamma=1/2", "poly:degree=3,coef0=1,gamma=1/4"])
-def test_kernel_dual_engines_agree_on_a_longer_run(kernel):
-    """Some thousands of trials, two epochs, the adaptive blocks (stops after MAX_FOLDS
-    updates and at ||w||^2's refresh included): the numpy engine's decisions, its scores
-    and alpha to rounding."""
-    X, y = noisy_uniform(1500, 8, seed=13)
-    a = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numpy",
-                record_scores=True)
-    b = fr.dual(X, y, epochs=2, kernel=kernel, delta="1/10", engine="numba",
-                record_scores=True)
-    assert a.mistakes == b.mistakes and a.updates == b.updates and len(a.updates) > 300
-    assert np.allclose(a.scores, b.scores, rtol=1e-9, atol=1e-9)
-    assert np.allclose(a.final["alpha"], b.final["alpha"], rtol=1e-8, atol=1e-8)
-
-
-@needs_numba
 def test_kernel_dual_overflow_names_the_same_trial_in_both_engines():
     X, y = noisy_uniform(30, 3, seed=14)
     X[10] *= 1e200  # k(x_s, x_10) ~ 1e400 under the quadratic kernel: the score overflows
     assert_engines_stop_alike(lambda engine: fr.dual(X, y, epochs=2, engine=engine,
                                                      kernel="poly:degree=2"))
     assert fr.dual(X[:10], y[:10], kernel="poly:degree=2").updates
-
-
-@needs_numba
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_kernel_dual_nan_or_infinity_in_x_is_validates_data_error(bad):
-    X, y = noisy_uniform(50, 4, seed=15)
-    X[30, 2] = bad
-    assert_bad_value_named(lambda data, engine: fr.dual(data, y, engine=engine,
-                                                        kernel="rbf:gamma=1"), X, bad)
 
 
 @needs_numba
@@ -278,15 +208,6 @@ def test_dual_kernel_cache_stays_within_its_cap(monkeypatch):
     capped = fr.dual(X, y, kernel="rbf:gamma=1", epochs=2, engine="numpy")
     assert capped.updates == full.updates and capped.mistakes == full.mistakes
     assert np.allclose(capped.final["alpha"], full.final["alpha"], rtol=1e-9, atol=1e-12)
-
-
-def test_dual_on_csr_input_is_the_dense_run():
-    X, y = noisy_uniform(200, 6, seed=8)
-    X[np.abs(X) < 0.4] = 0.0
-    for kernel in ("linear", "rbf:gamma=1"):
-        dense = fr.dual(X, y, kernel=kernel, engine="numpy")
-        sparse = fr.dual(sp.csr_matrix(X), y, kernel=kernel, engine="numpy")
-        assert dense.updates == sparse.updates and dense.mistakes == sparse.mistakes
 
 
 # -- CSR input: validate() without a copy -----------------------------------------------------

@@ -4,6 +4,7 @@ PUMMA's baseline."""
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import alma as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import alma as fast
 from ..properties import checks, strategies
@@ -12,6 +13,7 @@ from ..reference import alma as reference
 FAMILY = Family(
     name="alma",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal),
                 Form("dual", fast.dual, kernels="any", p2_only=True)),
     params_strategy=strategies.alma_params,

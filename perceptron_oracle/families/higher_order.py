@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import higher_order as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import higher_order as fast
 from ..properties import checks, strategies
@@ -11,6 +12,7 @@ from ..reference import higher_order as reference
 FAMILY = Family(
     name="higher_order",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, p2_only=True, engine=True),
                 Form("dual", fast.dual, kernels="any", p2_only=True),
                 Form("implicit", fast.implicit, engine=True)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import perceptron as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import perceptron as fast
 from ..properties import checks, strategies
@@ -11,6 +12,7 @@ from ..reference import perceptron as reference
 FAMILY = Family(
     name="perceptron",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", engine=True)),
     params_strategy=strategies.perceptron_params,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import pnorm_perceptron as exact
 from ..family import Estimator, Family, Form, LongRun
 from ..fast import pnorm_perceptron as fast
 from ..properties import checks, strategies
@@ -11,6 +12,7 @@ from ..reference import pnorm_perceptron as reference
 FAMILY = Family(
     name="pnorm_perceptron",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, engine=True),),
     params_strategy=strategies.pnorm_params,
     checks=checks.pnorm_perceptron_checks,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import pumma as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import pumma as fast
 from ..properties import checks, strategies
@@ -13,6 +14,7 @@ from .romma import MPMATH_256
 FAMILY = Family(
     name="pumma",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", p2_only=True, engine=True)),
     forced_tested=fast.forced_run,

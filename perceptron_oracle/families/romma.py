@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import romma as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import romma as fast
 from ..properties import checks, strategies
@@ -15,6 +16,7 @@ MPMATH_256 = {"numbers": "mpmath:256"}
 FAMILY = Family(
     name="romma",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any", engine=True)),
     params_strategy=strategies.romma_params,

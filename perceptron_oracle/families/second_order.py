@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import benchmark_cases, budget, golden_cases
+from ..exact import second_order as exact
 from ..family import LONG_RUN_POLY, LONG_RUN_RBF, Estimator, Family, Form, LongRun
 from ..fast import second_order as fast
 from ..properties import checks, strategies
@@ -11,6 +12,7 @@ from ..reference import second_order as reference
 FAMILY = Family(
     name="second_order",
     reference=reference,
+    exact=exact,
     fast_forms=(Form("primal", fast.primal, engine=True),
                 Form("dual", fast.dual, kernels="any")),
     params_strategy=strategies.second_order_params,

@@ -135,7 +135,7 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
     if par["p"] != 2 and not kern.is_linear:
         raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
     ctx = number_context()
-    run = (_Primal if kern.is_linear else _Dual)(rows, labels, par, ctx, kern)
+    run = (PrimalState if kern.is_linear else DualState)(rows, labels, par, ctx, kern)
     record = TrialRecord(labels, epochs, record_scores)
     for t, j, label in record.trials():
         score, err, own, thr, thr_err = run.trial(j)
@@ -161,7 +161,7 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
     return trace
 
 
-class _Run:
+class RunState:
     """What both state forms share: k, the parameters in mpmath, the error bookkeeping."""
 
     def __init__(self, rows: list[list[Fraction]], labels: list[int], par: dict[str, Any],
@@ -209,7 +209,7 @@ class _Run:
         return self.ctx.ldexp(magnitude, -(self.ctx.prec - 8)) * ops
 
 
-class _Primal(_Run):
+class PrimalState(RunState):
     """Linear kernel, any p: th = f(w) in R^n, w = f^-1(th)."""
 
     def __init__(self, *args: Any):
@@ -377,7 +377,7 @@ class _Primal(_Run):
         return {"final.w": out}
 
 
-class _Dual(_Run):
+class DualState(RunState):
     """p = 2, a non-linear kernel: w = sum_j alpha_j x^_j, x^ = phi(x)/sqrt(k(x, x))."""
 
     def __init__(self, *args: Any):

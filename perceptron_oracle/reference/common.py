@@ -124,6 +124,11 @@ def reporting_progress(report: Callable[[int, int], None] | None) -> Iterator[No
         _PROGRESS.reset(token)
 
 
+def progress_report() -> Callable[[int, int], None] | None:
+    """The progress callback of the enclosing ``reporting_progress`` block, or None."""
+    return _PROGRESS.get()
+
+
 class TrialRecord:
     """The trials of a run over ``epochs`` passes of T examples, and what the run records of
     them: the mistake, update and fragile trials, and (``record_scores``) the exact scores;
@@ -229,6 +234,12 @@ def shadow_decisions() -> Iterator[list[tuple[int, float]]]:
         yield record
     finally:
         _DECISIONS.reset(token)
+
+
+def recording_shadow_decisions() -> bool:
+    """Whether a ``shadow_decisions`` block records the decisions of ``sharpen`` (an exact
+    run that decides without ``sharpen`` must then take the path that calls it)."""
+    return _DECISIONS.get() is not None
 
 
 def _exact(value: Any) -> Any:

@@ -180,7 +180,7 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
          par: dict[str, Any], num: Numbers, record_scores: bool,
          observer: Any = None, shadow: ShadowNotes | None = None) -> tuple[Trace, float]:
-    """The trial loop (module docstring): start-up (``_start_up``), then the score, the
+    """The trial loop (module docstring): start-up (``start_up``), then the score, the
     mistake test, the update test and problem (3) with the bias (20).  The state is
     ``State2`` (p = 2) or ``StateP``; ``PummaErrors`` is the float64 error model along
     the run; ``shadow`` receives what ``sharpen_by_shadows`` needs.  Returns the trace
@@ -192,7 +192,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     errors = PummaErrors(rows, kern, num, par, threshold)
     record = TrialRecord(labels, epochs, record_scores)
     shadow = ShadowNotes() if shadow is None else shadow
-    pair = _Pair(num)
+    pair = Pair(num)
 
     def report(t: int, case_ii: bool) -> None:
         if observer:
@@ -200,7 +200,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
 
     for t, j, label in record.trials():
         if not pair.complete:
-            _start_up(t, j, label, pair, st, errors, record, shadow, report)
+            start_up(t, j, label, pair, st, errors, record, shadow, report)
             continue
         score = st.dot(j) + pair.b                       # w.x + b
         margin = label * score
@@ -218,7 +218,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
             assert pair.pos is not None and pair.neg is not None     # the pair is complete
             pos, neg = (j, pair.neg) if label == 1 else (pair.pos, j)    # x replaces one
             m = errors.operations(st)
-            result = _solve(t, pos, neg, st, errors, m, record, shadow)  # problem (3), (20)
+            result = solve_pair(t, pos, neg, st, errors, m, record, shadow)  # problem (3), (20)
             if result is not None:
                 b, kappa, case_ii = result
                 pair.take(pos, neg, b)
@@ -238,7 +238,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
 
 
 
-class _Pair:
+class Pair:
     """The hypothesis's pair (x_pos, x_neg), as example indices (None until stored), and
     its bias b; before start-up completes, w = 0 and b = -1 or +1 (module docstring)."""
 
@@ -259,7 +259,7 @@ class _Pair:
         self.b = self.num(1 if pos is not None else -1) if b is None else b
 
 
-def _start_up(t: int, j: int, label: int, pair: _Pair, st: Any, errors: PummaErrors,
+def start_up(t: int, j: int, label: int, pair: Pair, st: Any, errors: PummaErrors,
               record: TrialRecord, shadow: ShadowNotes,
               report: Callable[[int, bool], None]) -> None:
     """A trial before the pair is complete (section 3, "Initialization"): score b, and the
@@ -278,7 +278,7 @@ def _start_up(t: int, j: int, label: int, pair: _Pair, st: Any, errors: PummaErr
         pair.take(pos, neg)
         record.updates.append(t)
         return
-    result = _solve(t, pos, neg, st, errors, errors.operations(st), record, shadow)
+    result = solve_pair(t, pos, neg, st, errors, errors.operations(st), record, shadow)
     if result is not None:
         pair.take(pos, neg, result[0])
         errors.started(st, pos, neg)
@@ -286,7 +286,7 @@ def _start_up(t: int, j: int, label: int, pair: _Pair, st: Any, errors: PummaErr
         report(t, False)
 
 
-def _solve(t: int, pos: int, neg: int, st: Any, errors: PummaErrors, m: int,
+def solve_pair(t: int, pos: int, neg: int, st: Any, errors: PummaErrors, m: int,
            record: TrialRecord, shadow: ShadowNotes) -> tuple[Any, float, bool] | None:
     """Problem (3) and the bias (20) for the pair (``State2.update``, ``StateP.update``):
     (b, kappa, case_ii), or None if infeasible; trial t is fragile where a float64 form may
@@ -299,7 +299,7 @@ def _solve(t: int, pos: int, neg: int, st: Any, errors: PummaErrors, m: int,
     return result
 
 
-def _state(t: int, st: Any, pair: _Pair, rows: list[list[Fraction]], labels: list[int],
+def _state(t: int, st: Any, pair: Pair, rows: list[list[Fraction]], labels: list[int],
            case_ii: bool) -> dict[str, Any]:
     """The state after the update on trial t, for the properties (``history``)."""
     out = {"t": t, "b": pair.b, "pos": pair.pos, "neg": pair.neg, "case_ii": case_ii}

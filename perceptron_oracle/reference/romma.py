@@ -117,12 +117,12 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
                observer: Any = None, shadow: ShadowNotes | None = None
                ) -> tuple[Trace, float]:
     """The trial loop (module docstring), with w in dual coordinates (``DualWeights``);
-    ``_RommaErrors`` is the float64 error model along it, ``shadow`` receives what
+    ``RommaErrors`` is the float64 error model along it, ``shadow`` receives what
     ``sharpen_by_shadows`` needs.  Returns the trace and the reference's own largest
     relative error (``run_modes``)."""
     w = DualWeights(Rows(Gram(kern, rows), num, len(rows)), num)
     threshold = num(1 - p["delta"])
-    errors = _RommaErrors(w, rows, kern, num, threshold)
+    errors = RommaErrors(w, rows, kern, num, threshold)
     record = TrialRecord(labels, epochs, record_scores)
     shadow = ShadowNotes() if shadow is None else shadow
     last = -1                    # the example of the last update (its margin is exactly 1)
@@ -160,7 +160,7 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
     return trace, errors.model.worst_ref
 
 
-class _RommaErrors:
+class RommaErrors:
     """The float64 error model along a ROMMA run (``ErrorModel`` on ``DualWeights``): each
     score's error bound, the fragile tests, the update's sensitivity."""
 
