@@ -43,14 +43,15 @@ BLAS thread competes with them on a shared machine); the header prints what was 
 
 ``--exact`` prints instead the exact engines' table (``exact_rows``): per family, on raw Wdbc
 (569 x 30, 10 epochs) and raw digits 3-against-the-rest (1,797 x 64, ``EXACT_DIGITS_EPOCHS``
-epochs), the trials per second of the readable reference, of the exact engine and of the
-fast float64 form (the default form), each run with the family's default parameters, and the
-ratios engine/reference (how much faster) and engine/fast (how much slower).  The reference
-runs one epoch only (``--reference-epochs``: it takes minutes on these data): its rate is
-over its first epoch(s), where the dual state is smallest, so the engine/reference ratio
-understates the engine's gain.  Every engine's trace is checked equal to the reference's on
-the epochs both ran (mistakes and updates: a run of E epochs begins with those of fewer), and
-the fast form's against the engine's (``compare.judge_run``).
+epochs; ``--size`` takes a fraction of their rows), the trials per second of the readable
+reference, of the exact engine and of the fast float64 form (the default form), each with
+the family's default parameters, and the time ratios reference/engine (how much faster the
+engine is) and engine/fast (how much slower).  The reference runs one epoch only
+(``--reference-epochs``: ten take minutes to hours on these data): its rate is over its
+first epoch, where its state is smallest (and ROMMA's and PUMMA's precision lowest), so the
+reference/engine ratio understates the engine's gain.  Every engine's trace is checked
+against the reference's on the epochs both ran (mistakes and updates: a run of E epochs
+begins with those of fewer), and the fast form against the engine (``compare.judge_run``).
 
 Ratios: fast/floor and fast/peer (lower is faster).  ``--compare BASELINE`` fails (exit 1)
 when a ratio is worse than the baseline's by more than ``--margin`` (default 1.5: machines are
@@ -78,6 +79,7 @@ from . import datasets, registry
 from .benchmark_cases import Benchmark
 from .compare import judge_run
 from .errors import OracleInputError
+from .fast.driver import FloatRangeError
 from .interrupts import one_line
 from .kernels import KERNEL_CACHE_BYTES, parse_kernel
 from .registry import Family
@@ -309,12 +311,17 @@ def compare(run: dict[str, Any], baseline: dict[str, Any], margin: float
 #: Epochs of the exact engines' runs (``--exact``): raw Wdbc, raw digits 3-against-the-rest.
 EXACT_WDBC_EPOCHS = 10
 EXACT_DIGITS_EPOCHS = 3
+#: Every path runs once on this many rows before it is timed.
+WARM_UP_ROWS = 20
 
 
-def exact_data() -> list[tuple[str, Any, int]]:
-    """The exact engines' data sets: (name, Dataset, epochs)."""
-    return [("wdbc raw", datasets.wdbc(), EXACT_WDBC_EPOCHS),
-            ("digits 3/rest raw", datasets.digits(3, rows=None, normalized=False),
+def exact_data(size: float = 1.0) -> list[tuple[str, Any, int]]:
+    """The exact engines' data sets: (name, Dataset, epochs); ``size``: the fraction of
+    their rows (the first ones)."""
+    def rows(total: int) -> int | None:
+        return None if size >= 1 else max(WARM_UP_ROWS, int(total * size))
+    return [("wdbc raw", datasets.wdbc(rows=rows(569)), EXACT_WDBC_EPOCHS),
+            ("digits 3/rest raw", datasets.digits(3, rows=rows(1797), normalized=False),
              EXACT_DIGITS_EPOCHS)]
 
 
@@ -326,54 +333,62 @@ def _prefix(trace: Any, trials: int) -> list[list[int]]:
                                                                      trace.updates)]
 
 
-def exact_rows(reference_epochs: int = 1, only: str | None = None,
+def exact_rows(reference_epochs: int = 1, only: str | None = None, size: float = 1.0,
                out: Any = sys.stdout) -> dict[str, Any]:
     """The ``--exact`` table: one row per (family, data set), printed as measured."""
     results: dict[str, Any] = {}
     print(f"{'family':<18}{'data':<19}{'trials':>7}{'ref t/s':>10}{'exact t/s':>11}"
-          f"{'fast t/s':>11}{'exact/ref':>10}{'exact/fast':>11}", file=out, flush=True)
+          f"{'fast t/s':>11}{'ref/exact':>10}{'exact/fast':>11}", file=out, flush=True)
     for family in registry.ALGORITHMS.values():
         if only and not any(w.strip() in family.name for w in only.split(",")):
             continue
-        for name, data, epochs in exact_data():
-            key = f"{family.name} {name}"
+        for name, data, epochs in exact_data(size):
             if family.exact is None:
                 print(f"{family.name:<18}{name:<19} no exact engine", file=out, flush=True)
                 continue
             row = _exact_row(family, data, epochs, min(reference_epochs, epochs))
-            results[key] = row
+            results[f"{family.name} {name}"] = row
+            fast = (f"{row['fast']:>11.0f}", f"{row['fast'] / row['exact']:>10.1f}x") \
+                if row["fast"] else (f"{'-':>11}", f"{'-':>11}")
             print(f"{family.name:<18}{name:<19}{row['trials']:>7}{row['reference']:>10.0f}"
-                  f"{row['exact']:>11.0f}{row['fast']:>11.0f}"
-                  f"{row['exact'] / row['reference']:>9.0f}x"
-                  f"{row['fast'] / row['exact']:>10.1f}x", file=out, flush=True)
+                  f"{row['exact']:>11.0f}{fast[0]}{row['exact'] / row['reference']:>9.0f}x"
+                  f"{fast[1]}{row['fast_note']}", file=out, flush=True)
     return results
 
 
 def _exact_row(family: Family, data: Any, epochs: int, reference_epochs: int
                ) -> dict[str, Any]:
     """Trials per second of the reference (``reference_epochs``), the exact engine and the
-    fast form (``epochs``); the engine checked against both."""
+    fast form (``epochs``; 0 where its float64 state leaves the range: ``fast_note`` says
+    where); the engine checked against both."""
     X, y = data.X, data.y
     T = len(y)
 
     def timed(impl: str, e: int) -> tuple[Any, float]:
-        start = time.perf_counter()
+        registry.run(family.name, X[:WARM_UP_ROWS], y[:WARM_UP_ROWS], impl=impl)  # numba's
+        start = time.perf_counter()                          # cache, FLINT's first calls
         trace = registry.run(family.name, X, y, impl=impl, epochs=e)
         return trace, time.perf_counter() - start
 
     reference, ref_s = timed("reference", reference_epochs)
     exact, exact_s = timed("exact", epochs)
-    fast, fast_s = timed("fast", epochs)
     if _prefix(exact, T * reference_epochs) != _prefix(reference, T * reference_epochs):
         raise Disagreement(f"{family.name}: the exact engine's trace is not the reference's "
                            f"over the first {reference_epochs} epoch(s)")
+    row = {"trials": T * epochs, "reference": T * reference_epochs / ref_s,
+           "exact": T * epochs / exact_s, "fast": 0.0, "fast_note": "",
+           "reference_epochs": reference_epochs, "epochs": epochs}
+    try:
+        fast, fast_s = timed("fast", epochs)
+    except FloatRangeError as stop:
+        row["fast_note"] = f"  fast form: float64 overflow at trial {stop.trial}"
+        return row
     verdict = judge_run(family.name, X, y, fast, epochs=epochs, expected=exact)
     if not verdict.ok:
         raise Disagreement(f"{family.name}: the fast form against the exact engine: "
                            f"{verdict.describe()}")
-    return {"trials": T * epochs, "reference": T * reference_epochs / ref_s,
-            "exact": T * epochs / exact_s, "fast": T * epochs / fast_s,
-            "reference_epochs": reference_epochs, "epochs": epochs}
+    row["fast"] = T * epochs / fast_s
+    return row
 
 
 def _parser() -> OneLineParser:
@@ -421,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         start = time.perf_counter()
         try:
-            results = exact_rows(args.reference_epochs, args.only)
+            results = exact_rows(args.reference_epochs, args.only, args.size)
         except Disagreement as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -39,7 +39,9 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="a .npz (X, y), .csv (label last) or svmlight file; or "
                           "builtin:NAME for a data set shipped with the package (builtin:list "
                           "describes them)")
-    run.add_argument("--impl", choices=("reference", "fast"), default="reference")
+    run.add_argument("--impl", choices=("reference", "exact", "fast"), default="reference",
+                     help="the readable exact reference, the exact engine (the same trace, "
+                          "faster), or a fast float64 form")
     run.add_argument("--form", default=None)
     run.add_argument("--kernel", default="linear")
     run.add_argument("--epochs", type=int, default=1)
@@ -185,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.add_bias:
         X = preprocessing.add_bias(X)
         steps.append("bias coordinate added")
-    if args.impl == "reference" and hasattr(X, "toarray"):
+    if args.impl in ("reference", "exact") and hasattr(X, "toarray"):
         X = X.toarray()
     prepared = f" ({', '.join(steps)})" if steps else ""
     if args.multiclass == "ovr":
@@ -196,7 +198,8 @@ def _run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     total = trace.n_examples * trace.epochs
     fragile = f", {len(trace.fragile)} fragile" if trace.fragile else ""
-    print(f"{trace.algorithm} {trace.form} {trace.kernel} on {dataset.source}{prepared}: "
+    form = "exact engine" if args.impl == "exact" else trace.form
+    print(f"{trace.algorithm} {form} {trace.kernel} on {dataset.source}{prepared}: "
           f"{trace.n_examples} examples x {trace.epochs} epochs, "
           f"{len(trace.mistakes)} mistakes, {len(trace.updates)} updates in {total} trials"
           f"{fragile}, {seconds:.3f} s")

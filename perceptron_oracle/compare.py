@@ -173,17 +173,19 @@ def judge_run(algorithm: str, X: Any, y: Any, actual: Trace, *, epochs: int = 1,
     """``actual``, a trace of ``algorithm`` on (X, y), judged on every trial against the
     exact run (``expected``, if already run: it must be the exact run of these arguments),
     following ``actual``'s branch at each fragile trial where it decides the other way
-    (``follow_branches``)."""
+    (``follow_branches``).  The exact runs record their scores (for the failure's message)
+    unless ``expected`` is given without them."""
     run = get(algorithm).exact_run()
     given = dict(params or {})
 
+    scores = expected is None or expected.scores is not None
+
     def rerun(trials: frozenset[int]) -> Trace:
         with following(trials):
-            return run(X, y, epochs=epochs, kernel=kernel, record_scores=True, **given)
+            return run(X, y, epochs=epochs, kernel=kernel, record_scores=scores, **given)
 
-    if expected is None:
-        expected = rerun(frozenset())
-    return follow_branches(expected, actual, rerun, X, bounds, partial)
+    return follow_branches(rerun(frozenset()) if expected is None else expected, actual,
+                           rerun, X, bounds, partial)
 
 
 #: The final keys that follow from the votes (the Perceptron's Figure 2 statistics).

@@ -225,8 +225,8 @@ class Family:
         return form
 
     @property
-    def params(self) -> ParamSchema:
-        schema: ParamSchema = self.reference.PARAMS
+    def params(self) -> ParamSchema[Any]:
+        schema: ParamSchema[Any] = self.reference.PARAMS
         return schema
 
     def draw_params(self, form: str | None = None) -> SearchStrategy[dict[str, Any]]:

@@ -149,7 +149,7 @@ def run_setup(algo: Family, setup: LongRun, trials: int, seed: int,
             fast_s = time.perf_counter() - start
             ok &= outcome.ok
             print(f"{head} {tag} {T * epochs:>7} trials {len(expected.mistakes):>6} mistakes"
-                  f" {len(expected.fragile or ()):>6} flagged  ref {ref_s:8.1f} s  fast "
+                  f" {len(expected.fragile or ()):>6} flagged  exact {ref_s:8.1f} s  fast "
                   f"{fast_s:6.2f} s  {outcome.verdict}", file=out, flush=True)
     return ok
 

@@ -106,12 +106,14 @@ def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | 
         engine: str | None = None, max_seconds: float | None = None, **params: Any) -> Trace:
     """Run ``algorithm`` on (X, y) and return its trace.
 
-    ``impl`` is "reference" (exact) or "fast"; ``form`` picks a fast form (default: the
+    ``impl`` is "reference" (the readable exact run), "exact" (the family's exact engine: the
+    reference's trace, faster) or "fast"; ``form`` picks a fast form (default: the
     first that takes ``kernel``, the parameters and X).  ``engine`` ("auto", "numpy",
     "numba") is passed to a fast form that declares it (None: the form's default).
-    ``max_seconds``: refuse (``budget.BudgetError``, before any work) a reference run whose
-    estimated time (``budget.estimate``, an upper bound) exceeds it; None (the default)
-    checks nothing.  ``params`` are the algorithm's parameters (SPEC.md).
+    ``max_seconds``: refuse (``budget.BudgetError``, before any work) an exact run whose
+    estimated time (``budget.estimate``, an upper bound: the reference's, which bounds the
+    engine's too) exceeds it; None (the default) checks nothing.  ``params`` are the
+    algorithm's parameters (SPEC.md).
     """
     algo = get(algorithm)
     extra: dict[str, Any] = {}
@@ -132,7 +134,7 @@ def run(algorithm: str, X: Any, y: Any, *, impl: str = "reference", form: str | 
     elif engine is not None:
         raise ParamError("engine applies to the fast forms only")
     resolved = algo.params.resolve(params)  # unknown or bad parameters fail here
-    if impl == "reference" and max_seconds is not None and algo.cost is not None:
+    if impl in ("reference", "exact") and max_seconds is not None and algo.cost is not None:
         budget.check(algorithm, algo.cost, X, epochs=epochs, kernel=kernel,
                      max_seconds=max_seconds, **resolved)
     return algo.implementation(impl, form)(X, y, epochs=epochs, kernel=kernel,

@@ -181,3 +181,17 @@ def test_the_pumma_newton_floor_solves_the_runs_own_problems():
         got = newton(*problem, NEWTON_MAX_STEPS, NEWTON_STOP, SINGULAR, phi)
         assert got[0] == pytest.approx(alpha, rel=1e-9)
         assert got[1] == pytest.approx(beta, rel=1e-9, abs=1e-12)
+
+
+def test_the_exact_engines_table_checks_every_engine(tmp_path):
+    """``--exact`` at a small size: a row per (family, data set), each engine's trace checked
+    against the reference's and the fast form judged against the engine's (exit 0)."""
+    path, out = tmp_path / "exact.json", io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = bench.main(["--exact", "--size", "0.02", "--json", str(path)])
+    assert code == 0, out.getvalue()
+    rows = json.loads(path.read_text(encoding="utf-8"))["exact"]
+    assert set(rows) == {f"{name} {data}" for name in registry.ALGORITHMS
+                         for data in ("wdbc raw", "digits 3/rest raw")}
+    for row in rows.values():
+        assert row["exact"] > 0 and row["reference"] > 0 and row["fast"] > 0

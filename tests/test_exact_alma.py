@@ -169,7 +169,7 @@ def run_after_corrections(rows: int = 60):
     """The engine's state after the reference's corrections on the first Wdbc rows."""
     data = datasets.wdbc(rows=rows)
     X, y = engine.checked_data(data.X, data.y)
-    par = engine.PARAMS.resolve({"p": 2, "alpha": F(1, 10), "B": None, "C": None})
+    par = engine.PARAMS.read({"p": 2, "alpha": F(1, 10), "B": None, "C": None})
     run = engine._Euclidean(X, y, par, engine.number_context(), engine.parse_kernel("linear"))
     for j in range(rows):
         run.update(j, run.make_mpf(run.exact_score(j)))

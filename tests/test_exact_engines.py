@@ -6,7 +6,8 @@ both.  On every golden case and on hypothesis draws of every sequence strategy, 
 parameter set the family declares, the two traces must be equal field by field: mistakes,
 updates, fragile trials, every exact score and the final state (as JSON too, so that an
 integer is not a Fraction), and the final-state error bounds that the golden files' tolerances
-come from.  The engine honours the two run-time contexts of the exact runs
+come from; and the engine's run without scores (its filtered path, the one the oracle takes)
+the same trace but the scores.  The engine honours the two run-time contexts of the exact runs
 (``reference.common``): ``following(trials)``, under which the update test is decided the
 other way at ``trials`` (``TrialRecord.decide``: the branch a comparison follows), and
 ``reporting_progress(report)``, under which the run reports (done, total) every
@@ -45,6 +46,9 @@ def assert_same_run(algorithm: str, X, y, **run) -> None:
     assert got.to_dict() == want.to_dict()
     assert got == want
     assert algo.final_error_bounds(got, X) == algo.final_error_bounds(want, X)
+    quiet = algo.implementation("exact")(X, y, **run)  # no scores: the engines' filtered path
+    want.scores = None
+    assert quiet.to_dict() == want.to_dict()
 
 
 def _golden_groups() -> list:

@@ -162,7 +162,7 @@ def test_float64_exactness_is_the_references(X, params):
     rows, _ = exact_data(X, y)
     data = engine.IntegerData.read(X, np.array(y))
     data.floats()
-    p = reference.PARAMS.resolve(params)
+    p = reference.PARAMS.read(params)
     for updates in (1, 10, 2**40):
         assert engine._float64_is_exact(LINEAR, data, p, updates) == \
             reference._float64_is_exact(LINEAR, rows, p, updates)

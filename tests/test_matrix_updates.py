@@ -33,6 +33,7 @@ from perceptron_oracle.fast import higher_order as ho
 from perceptron_oracle.fast import second_order as sop
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.properties.strategies import SEQUENCES
+from perceptron_oracle.reference.second_order import PARAMS as SOP_PARAMS
 from perceptron_oracle.registry import get, run
 from perceptron_oracle.trace import plain_value
 
@@ -58,7 +59,7 @@ def _peak_of(fn: Any) -> int:
 def test_sop_primal_update_allocates_no_matrix():
     n = 300
     X, y = noisy_gaussian(200, n, 1)
-    model = sop._Primal(X, y, {"a": 1, "a_growth": "constant", "pseudoinverse": False}, False)
+    model = sop._Primal(X, y, SOP_PARAMS.read({"a": 1}), False)
     for j in range(40):
         model.update(j)
     peak = _peak_of(lambda: model.update(40))
@@ -75,8 +76,7 @@ def test_ho_primal_update_allocates_no_matrix():
 
 def test_sop_dual_update_allocates_no_k_by_k_array():
     X, y = noisy_gaussian(400, 5, 3, flip=0.5)
-    model = sop._Dual(X, y, {"a": 1, "a_growth": "constant", "pseudoinverse": False},
-                      sop.parse_kernel("linear"), False)
+    model = sop._Dual(X, y, SOP_PARAMS.read({"a": 1}), sop.parse_kernel("linear"), False)
     for j in range(300):
         model.update(j)
     k = model.H.k
@@ -87,8 +87,8 @@ def test_sop_dual_update_allocates_no_k_by_k_array():
 
 def test_sop_dual_bordered_inverse_is_the_inverse():
     X, y = noisy_gaussian(600, 6, 4, flip=0.5)
-    model = sop._Dual(X, y, {"a": Fraction(1, 2), "a_growth": "constant",
-                             "pseudoinverse": False}, sop.parse_kernel("linear"), False)
+    model = sop._Dual(X, y, SOP_PARAMS.read({"a": Fraction(1, 2)}), sop.parse_kernel("linear"),
+                      False)
     for j in range(500):
         model.update(j)
     Xm = X[model.support]
@@ -102,7 +102,7 @@ def test_sop_dual_bordered_inverse_is_the_inverse():
 @pytest.mark.parametrize("form", ["primal", "dual"])
 def test_sop_planted_drift_is_found_and_refactored(form):
     X, y = noisy_gaussian(200, 5, 5, flip=0.5)
-    params = {"a": 1, "a_growth": "constant", "pseudoinverse": False}
+    params = SOP_PARAMS.read({"a": 1})
     model = (sop._Primal(X, y, params, False) if form == "primal"
              else sop._Dual(X, y, params, sop.parse_kernel("linear"), False))
     for j in range(sop.DRIFT_EVERY - 2):     # model.k counts from 1: k = DRIFT_EVERY - 1

@@ -219,8 +219,7 @@ def test_long_ill_conditioned_run_matches_the_reference(monkeypatch):
 
 def test_drift_check_measures_the_residual():
     X, y = _small(4, T=80, n=4)
-    model = fast._Primal(X, y, {"a": 1, "a_growth": "constant", "pseudoinverse": False},
-                         False)
+    model = fast._Primal(X, y, fast.PARAMS.read({"a": 1}), False)
     for j in range(40):
         model.update(j)
     assert model._drift() < 1e-12

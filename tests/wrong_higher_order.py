@@ -36,18 +36,18 @@ MUTATIONS = {
 }
 
 
-def _shifted(params: dict[str, Any], k: int, s: Any) -> Any:
-    return ho.rho_rule(params, k + 1, s)
+def _shifted(par: ho.HigherOrderParams, k: int, s: Any) -> Any:
+    return ho.rho_rule(par, k + 1, s)
 
 
-def _not_decayed(params: dict[str, Any], k: int, s: Any) -> Any:
-    return params["c"] if params["rho"] == "c/k" else ho.rho_rule(params, k, s)
+def _not_decayed(par: ho.HigherOrderParams, k: int, s: Any) -> Any:
+    return par.c if par.rho == "c/k" else ho.rho_rule(par, k, s)
 
 
-def _no_abs(params: dict[str, Any], k: int, s: Any) -> Any:
-    if params["rho"] != "theorem1":
-        return ho.rho_rule(params, k, s)
-    c = params["c"]
+def _no_abs(par: ho.HigherOrderParams, k: int, s: Any) -> Any:
+    if par.rho != "theorem1":
+        return ho.rho_rule(par, k, s)
+    c = par.c
     return (1 - c) / (1 + s) if 1 + s > 0 else 1 - c
 
 
@@ -103,7 +103,7 @@ def _hooks(mutation: str, p: Fraction) -> dict[str, Any]:
 def observe(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: str = "linear",
             **params: Any) -> props.Run:
     """The mutation's run, observed mistake by mistake (``properties.higher_order.Run``)."""
-    p = ho.resolve_params(params)["p"]
+    p = ho.resolve_params(params).p
     return props.observe(X, y, epochs=epochs, kernel=kernel, hooks=_hooks(mutation, p),
                          **params)
 

@@ -27,7 +27,7 @@ from typing import Any
 from perceptron_oracle.kernels import parse_kernel
 from perceptron_oracle.numbers import format_exact
 from perceptron_oracle.properties.second_order import pseudo_inverse
-from perceptron_oracle.reference.second_order import resolve_params
+from perceptron_oracle.reference.second_order import PARAMS, resolve_params
 from perceptron_oracle.reference.second_order_engines import a_k, exact_inverse
 
 MUTATIONS = {
@@ -73,7 +73,7 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
         k = len(seen) + 1
         a = a_k(p, k + (mutation == "adaptive_off_by_one"))
         x = rows[j]
-        if p["pseudoinverse"]:
+        if p.pseudoinverse:
             S = seen + ([] if mutation == "x_not_in_S" else [j])
             G = [[K(r, c) for c in S] for r in S]
             if mutation == "pinv_as_inverse":
@@ -87,7 +87,7 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
             kx = [K(i, j) for i in S]
             score = sum(yi * sum(h * b for h, b in zip(row, kx)) for yi, row in zip(ytil, Gi))
         elif kern.is_linear:
-            if Ainv is None or mutation == "adaptive_off_by_one" or p["a_growth"] != "constant":
+            if Ainv is None or mutation == "adaptive_off_by_one" or p.a_growth != "constant":
                 M = [[sum(rows[i][r] * rows[i][c] for i in seen) + (a if r == c else 0)
                       for c in range(n)] for r in range(n)]
                 Ainv = exact_inverse(M, Fraction(1))
@@ -97,7 +97,7 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
             q = sum(ui * xi for ui, xi in zip(u, x))
             score = s if mutation == "x_not_in_S" else s / (1 + q)
         else:
-            if p["a_growth"] != "constant" or mutation == "adaptive_off_by_one":
+            if p.a_growth != "constant" or mutation == "adaptive_off_by_one":
                 H = exact_inverse([[K(r, c) + (a if ri == ci else 0)
                                     for ci, c in enumerate(seen)]
                                    for ri, r in enumerate(seen)], Fraction(1)) if seen else []
@@ -113,13 +113,13 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
         if is_mistake:
             mistakes.append(t)
         if is_mistake or mutation == "every_trial":
-            if not p["pseudoinverse"] and kern.is_linear and Ainv is not None:
+            if not p.pseudoinverse and kern.is_linear and Ainv is not None:
                 d = 1 + q
                 sign = 1 if mutation == "rank_one_sign" else -1
                 Ainv = [[m + sign * ui * ul / d for m, ul in zip(row, u)]
                         for row, ui in zip(Ainv, u)]
                 Ainv = _rounded(Ainv) if mutation in ROUNDED else Ainv
-            elif not p["pseudoinverse"] and not kern.is_linear:
+            elif not p.pseudoinverse and not kern.is_linear:
                 top = 1 if mutation == "bordered_transpose" else -1
                 H = [[m + hi * hl / delta for m, hl in zip(row, h)] for row, hi in zip(H, h)]
                 for row, hi in zip(H, h):
@@ -133,7 +133,7 @@ def run_wrong(mutation: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "
         "format": "perceptron-oracle/trace@1", "algorithm": "second_order",
         "form": "reference", "kernel": kern.spec,
         "params": {k: (format_exact(v) if isinstance(v, Fraction) else v)
-                   for k, v in p.items()},
+                   for k, v in PARAMS.as_dict(p).items()},
         "n_examples": T, "epochs": epochs, "mistakes": mistakes, "updates": list(mistakes),
         "final": final, "scores": [format_exact(s) for s in scores],
     }
@@ -148,13 +148,13 @@ def _final(rows, labels, mistakes, p, kern, X, y, epochs, kernel) -> dict[str, A
     if kern.is_linear:
         C = [[sum(rows[i][r] * rows[i][c] for i in support) for c in range(n)]
              for r in range(n)]
-        Ci = pseudo_inverse(C) if p["pseudoinverse"] else exact_inverse(
+        Ci = pseudo_inverse(C) if p.pseudoinverse else exact_inverse(
             [[m + (a if r == c else 0) for c, m in enumerate(row)] for r, row in enumerate(C)],
             Fraction(1))
         v = [sum(labels[i] * rows[i][c] for i in support) for c in range(n)]
         out["w"] = [format_exact(sum(m * vi for m, vi in zip(row, v))) for row in Ci]
         out["v"] = [format_exact(vi) for vi in v]
-    elif p["pseudoinverse"]:  # the basis convention of alpha: the reference's
+    elif p.pseudoinverse:  # the basis convention of alpha: the reference's
         from perceptron_oracle.reference.second_order import second_order
         ref = second_order(X, y, epochs=epochs, kernel=kernel, pseudoinverse=True)
         out["alpha"] = [format_exact(v) for v in ref.final["alpha"]]

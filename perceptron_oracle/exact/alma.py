@@ -70,8 +70,8 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
     rows, labels = checked_data(X, y)
     check_epochs(epochs)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(dict(p=p, alpha=alpha, B=B, C=C))
-    if par["p"] != 2 or not kern.is_linear:
+    par = PARAMS.read(dict(p=p, alpha=alpha, B=B, C=C))
+    if par.p != 2 or not kern.is_linear:
         return reference.alma(X, y, epochs=epochs, kernel=kernel, p=p, alpha=alpha, B=B, C=C,
                               record_scores=record_scores)
     run = _Euclidean(rows, labels, par, number_context(), kern)
@@ -94,7 +94,7 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
             record.updates.append(t)
             run.update(j, score)
     run.sync()
-    trace = record.trace("alma", kern, par, run.final())
+    trace = record.trace("alma", kern, PARAMS.as_dict(par), run.final())
     trace.final_bounds = run.bounds()
     return trace
 

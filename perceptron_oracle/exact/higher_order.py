@@ -46,7 +46,13 @@ from ..reference.common import (
     shadow_errors,
     sharpen,
 )
-from ..reference.higher_order import resolve_params, rho_rule, run_loop
+from ..reference.higher_order import (
+    PARAMS,
+    HigherOrderParams,
+    resolve_params,
+    rho_rule,
+    run_loop,
+)
 from ..reference.higher_order_bounds import ErrorModel, operations, primal_update
 from ..reference.higher_order_engines import lcm2
 from ..rounding import magnitude_float, score_error_bound
@@ -69,22 +75,22 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
-    sharpens = shadows is not None and not params["sparse"]  # SPEC.md 12.5
-    if params["p"] == 2 and kern.is_linear:
-        trace, raw = run_primal(rows, labels, epochs, kern, params,
+    par = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
+    sharpens = shadows is not None and not par.sparse  # SPEC.md 12.5
+    if par.p == 2 and kern.is_linear:
+        trace, raw = run_primal(rows, labels, epochs, kern, par,
                                 keep_scores=record_scores or sharpens)
         scores = None  # reduced only where the trace or the shadow runs read them
         if raw is not None and (record_scores or trace.fragile):
             scores = [score_fraction(num, dw * dx) for num, dw, dx in raw]
     else:
-        trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
+        trace = run_loop(rows, labels, epochs, kern, par, record_scores=True)
         scores = trace.scores
     if trace.fragile and sharpens:
         assert scores is not None  # kept: shadows given, not sparse
         T = len(rows)
         trace.scores = scores
-        errors = shadow_errors(shadows, X, y, epochs, kern.spec, params, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kern.spec, PARAMS.as_dict(par), trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(scores)],
                                 [[0]] * len(scores))
@@ -93,13 +99,13 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
 
 
 def run_primal(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-               params: dict[str, Any], *, keep_scores: bool
+               par: HigherOrderParams, *, keep_scores: bool
                ) -> tuple[Trace, list[RawScore] | None]:
     """The reference's ``run_loop`` over ``IntegerPrimal`` (p = 2, linear kernel), the
     scores kept unreduced (``RawScore``) when ``keep_scores``; the trace's ``scores`` is
     None."""
     state = IntegerPrimal(rows)
-    errors = ErrorModel(kern, rows, epochs * len(rows), params["p"])
+    errors = ErrorModel(kern, rows, epochs * len(rows), par.p)
     record = TrialRecord(labels, epochs, record_scores=False)
     raw: list[RawScore] | None = [] if keep_scores else None
     rhos: list[Any] = []
@@ -115,19 +121,20 @@ def run_primal(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
         k = len(record.mistakes)
         s, s_magnitude = state.perceptron_score(j)  # v_{k-1}.x_t
         s_err = errors.mistake(s_magnitude)
-        rho_k = rho_rule(params, k, s)
-        if params["sparse"] and rho_k:
+        rho_k = rho_rule(par, k, s)
+        if par.sparse and rho_k:
             if errors.branches(t, s, s_err):
                 record.flag(t)
             if label * s < 0:
                 rho_k = Fraction(0)  # B left alone; v still updated
         if rho_k:
-            errors.factor_applied(params, s_err)
+            errors.factor_applied(par, s_err)
         state.update(j, label, rho_k)
         rhos.append(rho_k)
     final = state.final()
     final["rho"] = rhos
-    trace = record.trace("higher_order", kern, params, final, updates=list(record.mistakes))
+    trace = record.trace("higher_order", kern, PARAMS.as_dict(par), final,
+                         updates=list(record.mistakes))
     return trace, raw
 
 

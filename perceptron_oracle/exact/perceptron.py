@@ -41,7 +41,7 @@ from flint import fmpz_mat
 from ..kernels import Kernel, PolynomialKernel, parse_kernel
 from ..reference import perceptron as reference
 from ..reference.common import Gram, TrialRecord, check_epochs, exact_data
-from ..reference.perceptron import PARAMS, final_error_bounds, predict
+from ..reference.perceptron import PARAMS, PerceptronParams, final_error_bounds, predict
 from ..rounding import (
     SMALLEST_SUBNORMAL,
     UNIT_ROUNDOFF,
@@ -72,21 +72,21 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     data = IntegerData.read(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
+    par = PARAMS.read(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
     if not kern.is_rational:
         return reference.perceptron(X, y, epochs=epochs, kernel=kernel, eta=eta, b0=b0, C=C,
                                     tau=tau, lam=lam, alpha_bound=alpha_bound,
                                     record_scores=record_scores)
     data.floats()  # the reference's Gram reads every float(x) here (OverflowError beyond)
-    exact_floats = _float64_is_exact(kern, data, p, epochs * data.T)
+    exact_floats = _float64_is_exact(kern, data, par, epochs * data.T)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow fails the filter
         if kern.is_linear:
-            run = LinearRun(data, p, epochs, record_scores, exact_floats)
+            run = LinearRun(data, par, epochs, record_scores, exact_floats)
         else:
-            run = _KernelRun(data, p, epochs, record_scores, exact_floats, kern)
+            run = _KernelRun(data, par, epochs, record_scores, exact_floats, kern)
         run.run()
-    final = _final_state(run, p, kern.is_linear)
-    return run.record.trace("perceptron", kern, p, final)
+    final = _final_state(run, par, kern.is_linear)
+    return run.record.trace("perceptron", kern, PARAMS.as_dict(par), final)
 
 
 class IntegerData:
@@ -186,13 +186,14 @@ class IntegerData:
         return self._fractions
 
 
-def _float64_is_exact(kern: Kernel, data: IntegerData, p: dict[str, Any],
+def _float64_is_exact(kern: Kernel, data: IntegerData, par: PerceptronParams,
                       max_updates: int) -> bool:
     """``reference.perceptron._float64_is_exact`` for the linear kernel, on the integer data:
     the rows' dyadic exponent is log2 D, and R^2 and max |x| the same float64 sums."""
     r2, x_max = data.radius()
     e_x = data.e_x
-    exponents = {name: max_dyadic_exponent([p[name]]) for name in ("eta", "b0", "C", "tau", "lam")}
+    values = {"eta": par.eta, "b0": par.b0, "C": par.C, "tau": par.tau, "lam": par.lam}
+    exponents = {name: max_dyadic_exponent([v]) for name, v in values.items()}
     e_kernel = kern.value_exponent(e_x)
     if e_x is None or e_kernel is None or any(v is None for v in exponents.values()):
         return False
@@ -202,10 +203,10 @@ def _float64_is_exact(kern: Kernel, data: IntegerData, p: dict[str, Any],
     k_max = kern.exact_value_bound(r2, e_kernel)
     if k_max is None:
         return False
-    eta, C = float(p["eta"]), float(p["C"])
-    magnitude = (abs(float(p["b0"])) + abs(eta * C) * max_updates
-                 + eta * max_updates * (k_max + x_max) + float(p["lam"]) * k_max
-                 + float(p["tau"]))
+    eta, C = float(par.eta), float(par.C)
+    magnitude = (abs(float(par.b0)) + abs(eta * C) * max_updates
+                 + eta * max_updates * (k_max + x_max) + float(par.lam) * k_max
+                 + float(par.tau))
     return exact_in_float64(exponent, magnitude)
 
 
@@ -229,11 +230,11 @@ class LinearRun:
     the exact state (v, alpha, the support in order, the votes c_k, the examples behind the
     updates) and its float64 shadow (v_f, V_f) for the filter."""
 
-    def __init__(self, data: IntegerData, p: dict[str, Any], epochs: int,
+    def __init__(self, data: IntegerData, par: PerceptronParams, epochs: int,
                  record_scores: bool, exact_floats: bool):
-        self.data, self.p, self.epochs, self.exact_floats = data, p, epochs, exact_floats
+        self.data, self.par, self.epochs, self.exact_floats = data, par, epochs, exact_floats
         self.record = TrialRecord(data.labels, epochs, record_scores)
-        eta, b0, C, tau, lam = p["eta"], p["b0"], p["C"], p["tau"], p["lam"]
+        eta, b0, C, tau, lam = par.eta, par.b0, par.C, par.tau, par.lam
         D2 = data.D * data.D
         self.Q = Q = math.lcm(b0.denominator, (eta * C).denominator, (eta / D2).denominator,
                               (lam / D2).denominator)
@@ -241,7 +242,7 @@ class LinearRun:
         self.q_eta, self.q_lam = int(eta * Q / D2), int(lam * Q / D2)
         self.q_B = self.q_b0                       # Q (b0 + eta C sum_j alpha_j y_j)
         self.tau_num, self.tau_den = tau.numerator, tau.denominator
-        self.bound = p["alpha_bound"]
+        self.bound = par.alpha_bound
         T, n = data.T, data.n
         self.v = [0] * n                           # sum_j alpha_j y_j a_j
         self.alpha = [0] * T
@@ -256,7 +257,8 @@ class LinearRun:
         # |x_t|, y_t and |x_t|^2 (when x_t has caused an update: the lambda-trick's term);
         # the weights (v_f, -c1 V_f, B_f, lam (1 - k)) and (0, V_f, 0, 0), v_f and V_f views
         X_f = data.X_f
-        self.floats = {name: _to_float(p[name]) for name in ("eta", "b0", "C", "tau", "lam")}
+        self.floats = {"eta": _to_float(eta), "b0": _to_float(b0), "C": _to_float(C),
+                       "tau": _to_float(tau), "lam": _to_float(lam)}
         self.filter_ok = all(_normal_or_zero(v) for v in self.floats.values())
         self.A = np.abs(X_f)
         self.sq_f = np.einsum("ij,ij->i", X_f, X_f)
@@ -513,13 +515,13 @@ class LinearRun:
         """The fragile rule's (err, tau_err) for the float magnitude sum S (and the lambda
         term's magnitude M_jj): ``_is_fragile``'s expression, with |b0| + |eta C| K taken
         as the float Fraction + float addition takes it."""
-        p = self.p
+        par = self.par
         K = len(self.update_examples)
         fixed = self.fixed_magnitude
         if fixed == math.inf:  # beyond float64: the reference's Fraction + float raises
-            fixed = float(abs(p["b0"]) + abs(p["eta"] * p["C"]) * K)
-        magnitude = (fixed + product_magnitude(p["eta"], S)
-                     + (product_magnitude(p["lam"], M_jj) if lam_used else 0))
+            fixed = float(abs(par.b0) + abs(par.eta * par.C) * K)
+        magnitude = (fixed + product_magnitude(par.eta, S)
+                     + (product_magnitude(par.lam, M_jj) if lam_used else 0))
         ops = (self.data.n + 8) * self.kernel.depth + K + 8
         err = score_error_bound(ops, magnitude_float(magnitude))
         return err, err + self.tau_err
@@ -527,14 +529,14 @@ class LinearRun:
     def _rule(self, margin: Fraction, err: float, tau_err: float) -> bool:
         """The last line of ``_is_fragile``: the margin within err of 0, or within tau_err
         of tau."""
-        tau = self.p["tau"]
+        tau = self.par.tau
         return bool((err and abs(margin) <= err) or (tau_err and abs(margin - tau) <= tau_err))
 
     def _reference_fragile(self, margin: int, j: int, lam_used: bool) -> bool:
         """The reference's own rule on its Gram (the same float sums, bit for bit)."""
         if self._gram is None:
             self._gram = Gram(self.kernel, self.data.fractions())
-        return reference._is_fragile(Fraction(margin, self.Q), self.p, self._gram, self.alpha,
+        return reference._is_fragile(Fraction(margin, self.Q), self.par, self._gram, self.alpha,
                                      self.support, j, len(self.update_examples),
                                      lam_used=lam_used)
 
@@ -546,11 +548,11 @@ class _KernelRun(LinearRun):
     column computed once per support example, its dot products by one FLINT product), and
     every trial run exactly, its fragile test the reference's ``_is_fragile`` on its Gram."""
 
-    def __init__(self, data: IntegerData, p: dict[str, Any], epochs: int,
+    def __init__(self, data: IntegerData, par: PerceptronParams, epochs: int,
                  record_scores: bool, exact_floats: bool, kernel: Kernel):
-        super().__init__(data, p, epochs, record_scores, exact_floats)
+        super().__init__(data, par, epochs, record_scores, exact_floats)
         self.kernel = kernel
-        eta, b0, C, lam = p["eta"], p["b0"], p["C"], p["lam"]
+        eta, b0, C, lam = par.eta, par.b0, par.C, par.lam
         dK, self.outer = kernel.integer_form(data.D)
         self.Q = Q = math.lcm(b0.denominator, (eta * C).denominator, (eta / dK).denominator,
                               (lam / dK).denominator)
@@ -656,7 +658,7 @@ def _to_float(value: Fraction) -> float:
     return ratio(value.numerator, value.denominator)
 
 
-def _final_state(run: LinearRun, p: dict[str, Any], linear: bool) -> dict[str, Any]:
+def _final_state(run: LinearRun, par: PerceptronParams, linear: bool) -> dict[str, Any]:
     """``final`` as the reference's ``_final_state`` builds it: h_K, the votes c_k, the
     longest survivor (kept by ``_retire``) and the averaged hypothesis sum_k c_k h_k,
     whose dual coefficients are sum over the updates m by example i of sum_{k >= m} c_k."""
@@ -674,10 +676,10 @@ def _final_state(run: LinearRun, p: dict[str, Any], linear: bool) -> dict[str, A
     averaged = [0] * T
     for m, j in enumerate(run.update_examples, start=1):
         averaged[j] += suffix[m]
-    eta = p["eta"]
+    eta = par.eta
 
     def hypothesis(coefs: list[int], W: list[int], weight: int = 1) -> dict[str, Any]:
-        state = {"b": weight * p["b0"] + eta * p["C"] * sum(map(mul, coefs, labels)),
+        state = {"b": weight * par.b0 + eta * par.C * sum(map(mul, coefs, labels)),
                  "alpha": list(coefs)}
         if linear:
             state["w"] = [Fraction(eta.numerator * s, eta.denominator * data.D) for s in W]

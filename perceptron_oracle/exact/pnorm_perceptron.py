@@ -27,6 +27,7 @@ from ..errors import ParamError
 from ..kernels import parse_kernel
 from ..reference import pnorm_perceptron as reference
 from ..reference.common import check_epochs
+from ..reference.perceptron import PerceptronParams
 from ..reference.pnorm_perceptron import PARAMS, final_error_bounds
 from ..rounding import (
     SMALLEST_SUBNORMAL,
@@ -40,8 +41,8 @@ from .perceptron import IntegerData, LinearRun, ratio
 __all__ = ["PARAMS", "final_error_bounds", "pnorm_perceptron"]
 
 #: The Perceptron's parameters that make it the 2-norm Perceptron: no bias, no margin.
-PERCEPTRON_AS_2_NORM = {"eta": Fraction(1), "b0": Fraction(0), "C": Fraction(0),
-                        "tau": Fraction(0), "lam": Fraction(0), "alpha_bound": None}
+PERCEPTRON_AS_2_NORM = PerceptronParams(eta=Fraction(1), b0=Fraction(0), C=Fraction(0),
+                                        tau=Fraction(0), lam=Fraction(0), alpha_bound=None)
 
 
 def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
@@ -52,8 +53,8 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     kern = parse_kernel(kernel)
     if not kern.is_linear:
         raise ParamError("pnorm_perceptron takes the linear kernel only")
-    params = PARAMS.resolve(dict(p=p))
-    if params["p"] != 2:
+    par = PARAMS.read(dict(p=p))
+    if par.p != 2:
         return reference.pnorm_perceptron(X, y, epochs=epochs, kernel=kernel, p=p,
                                           record_scores=record_scores)
     data.floats()  # the reference reads every float(x) (OverflowError beyond float64)
@@ -67,7 +68,8 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     v = [Fraction(a, data.D) for a in run.v]
     final = {"w": list(v), "v": v}
     record = run.record
-    return record.trace("pnorm_perceptron", kern, params, final, updates=list(record.mistakes))
+    return record.trace("pnorm_perceptron", kern, PARAMS.as_dict(par), final,
+                        updates=list(record.mistakes))
 
 
 class _TwoNormRun(LinearRun):

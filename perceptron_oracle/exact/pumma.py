@@ -27,7 +27,7 @@ from ..reference.maximum_margin import (
     solve_2norm,
 )
 from ..reference.maximum_margin_errors import ErrorModel, remember_bounds
-from ..reference.pumma import PARAMS, Pair, solve_pair, start_up
+from ..reference.pumma import PARAMS, Pair, PummaParams, solve_pair, start_up
 from ..reference.pumma_errors import PummaErrors, final_error_bounds
 from ..reference.pumma_states import State2, StateP, pair_bias
 from ..trace import Trace
@@ -46,12 +46,12 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(dict(p=p, delta=delta, C=C, numbers=numbers))
-    two = par["p"] == 2
+    par = PARAMS.read(dict(p=p, delta=delta, C=C, numbers=numbers))
+    two = par.p == 2
     if not two and not kern.is_linear:
         raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
     rational = two and kern.is_rational
-    if par["numbers"] == "fraction" and not rational:
+    if par.numbers == "fraction" and not rational:
         raise ParamError("parameter numbers=fraction needs p = 2 and a rational kernel")
     shadow = ShadowNotes()
     tables = KernelTables(Gram(kern, rows)) if two else None
@@ -60,30 +60,32 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
         shadow.clear()
         return _run(rows, labels, epochs, kern, par, num, shadow, tables)
 
-    trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
-    if two and par["C"] is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
-        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
-                                           shadow.singular, shadow.thresholds)
+    trace = run_modes(par.numbers, rational, epochs * len(rows), run)
+    if two and par.C is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec,
+                                           PARAMS.as_dict(par), trace, shadow.singular,
+                                           shadow.thresholds)
     elif two:   # the soft margin: the update test's left side y score + xi_j, measured
         tested = shadow.tested
-        threshold = 1 - par["delta"]
+        threshold = 1 - par.delta
         thresholds = [[0] if v is None else [0, threshold] for v in tested]
-        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
-                                           shadow.singular, thresholds, tested)
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec,
+                                           PARAMS.as_dict(par), trace, shadow.singular,
+                                           thresholds, tested)
     if not record_scores:
         trace.scores = None
     return trace
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-         par: dict[str, Any], num: Numbers, shadow: ShadowNotes,
+         par: PummaParams, num: Numbers, shadow: ShadowNotes,
          tables: KernelTables | None) -> tuple[Trace, float]:
     """The reference's trial loop (``reference.pumma._run``) on ``FastState2`` (p = 2, with
     the kernel's ``tables``, shared by the runs of a call) or ``StateP``; returns the trace
     and the reference's own largest relative error."""
-    st: Any = (StateP(rows, num, par["p"], par["C"]) if tables is None
-               else FastState2(Gram(kern, rows), num, par["C"], len(rows), tables))
-    threshold = num(1 - par["delta"])
+    st: Any = (StateP(rows, num, par.p, par.C) if tables is None
+               else FastState2(Gram(kern, rows), num, par.C, len(rows), tables))
+    threshold = num(1 - par.delta)
     errors = PummaErrors(rows, kern, num, par, threshold)
     record = TrialRecord(labels, epochs, True)
     pair = Pair(num)
@@ -120,7 +122,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
 
 
 def _finish(rows: list[list[Fraction]], labels: list[int], kern: Kernel,
-            par: dict[str, Any], num: Numbers, st: Any, pair: Pair, errors: PummaErrors,
+            par: PummaParams, num: Numbers, st: Any, pair: Pair, errors: PummaErrors,
             record: TrialRecord) -> tuple[Trace, float]:
     """The trace of a finished run: ``final`` and its bounds, as ``reference.pumma._run``
     assembles them."""
@@ -128,9 +130,9 @@ def _finish(rows: list[list[Fraction]], labels: list[int], kern: Kernel,
     for key, index in (("pos", pair.pos), ("neg", pair.neg)):
         if index is not None:  # a one-class run has no pos or no neg: the key is left out
             final[key] = index
-    if par["C"] is not None:
+    if par.C is not None:
         final["xi"] = st.slacks(labels)
-    trace = record.trace("pumma", kern, dict(par, numbers=num.label), final)
+    trace = record.trace("pumma", kern, dict(PARAMS.as_dict(par), numbers=num.label), final)
     remember_bounds(trace, errors.final_bounds(final, st), errors.model.lost)
     return trace, errors.model.worst_ref
 

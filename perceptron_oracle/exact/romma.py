@@ -24,7 +24,7 @@ from ..reference.maximum_margin import (
     solve_2norm,
 )
 from ..reference.maximum_margin_errors import dual_bounds, remember_bounds
-from ..reference.romma import PARAMS, RommaErrors
+from ..reference.romma import PARAMS, RommaErrors, RommaParams
 from ..trace import Trace
 from .maximum_margin import FastDualWeights, FastRows, KernelTables, solve_2norm_mpf
 
@@ -39,32 +39,32 @@ def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
-    if p["numbers"] == "fraction" and not kern.is_rational:
+    par = PARAMS.read(dict(delta=delta, numbers=numbers))
+    if par.numbers == "fraction" and not kern.is_rational:
         raise ParamError(f"parameter numbers=fraction needs a rational kernel (not {kern.name})")
     shadow = ShadowNotes()
     tables = KernelTables(Gram(kern, rows))
 
     def run(num: Numbers) -> tuple[Trace, float]:
         shadow.clear()
-        return _run(rows, labels, epochs, kern, p, num, shadow, tables)
+        return _run(rows, labels, epochs, kern, par, num, shadow, tables)
 
-    trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
-    trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, p, trace,
-                                       shadow.singular, shadow.thresholds)
+    trace = run_modes(par.numbers, kern.is_rational, epochs * len(rows), run)
+    trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, PARAMS.as_dict(par),
+                                       trace, shadow.singular, shadow.thresholds)
     if not record_scores:
         trace.scores = None
     return trace
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-         p: dict[str, Any], num: Numbers, shadow: ShadowNotes, tables: KernelTables
+         par: RommaParams, num: Numbers, shadow: ShadowNotes, tables: KernelTables
          ) -> tuple[Trace, float]:
     """The reference's trial loop (``reference.romma._romma_run``) on ``FastDualWeights``
     (``tables``: the kernel's, shared by the runs of a call); returns the trace and the
     reference's own largest relative error (``run_modes``)."""
     w = FastDualWeights(FastRows(Gram(kern, rows), num, len(rows), tables), num)
-    threshold = num(1 - p["delta"])
+    threshold = num(1 - par.delta)
     errors = RommaErrors(w, rows, kern, num, threshold)
     record = TrialRecord(labels, epochs, True)
     last = -1                    # the example of the last update (its margin is exactly 1)
@@ -94,7 +94,7 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
                 record.updates.append(t)
                 last = j
     final = dual_final(w, rows, kern)
-    trace = record.trace("romma", kern, dict(p, numbers=num.label), final)
+    trace = record.trace("romma", kern, dict(PARAMS.as_dict(par), numbers=num.label), final)
     remember_bounds(trace, dual_bounds(errors.model.rho, w.size, rows, kern.is_linear, final,
                                        w.slack), errors.model.lost)
     return trace, errors.model.worst_ref

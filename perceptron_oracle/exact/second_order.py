@@ -51,6 +51,7 @@ from ..reference.common import (
     shadow_errors,
     sharpen,
 )
+from ..reference.second_order import PARAMS, SecondOrderParams
 from ..reference.second_order_engines import FRAGILE_FACTOR, a_k
 from ..rounding import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF
 from ..trace import Trace
@@ -82,12 +83,12 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     D, z, labels, abs_X = integer_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = reference.resolve_params(dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse))
-    if not kern.is_linear or p["pseudoinverse"]:
+    par = reference.resolve_params(dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse))
+    if not kern.is_linear or par.pseudoinverse:
         return reference.second_order(X, y, epochs=epochs, kernel=kernel, a=a,
                                       a_growth=a_growth, pseudoinverse=pseudoinverse,
                                       record_scores=record_scores, shadows=shadows)
-    run = Run(X, y, (D, z, labels, abs_X), epochs, p, shadows)
+    run = Run(X, y, (D, z, labels, abs_X), epochs, par, shadows)
     report = progress_report()
     reached = -1   # the progress the filtered run reported: the exact run goes on from it
 
@@ -119,17 +120,17 @@ class Run:
     """One run's data and parameters, and its two routes to the reference's trace."""
 
     def __init__(self, X: Any, y: Any, data: tuple[int, list[list[int]], list[int], Any],
-                 epochs: int, p: dict[str, Any], shadows: ShadowRuns | None):
+                 epochs: int, par: SecondOrderParams, shadows: ShadowRuns | None):
         self.X, self.y = X, y
         self.D, self.z, self.labels, self.abs_X = data
-        self.epochs, self.p, self.shadows = epochs, p, shadows
+        self.epochs, self.par, self.shadows = epochs, par, shadows
         D2 = self.D * self.D
-        self.L = D2 * p["a"].denominator // math.gcd(D2, p["a"].denominator)
+        self.L = D2 * par.a.denominator // math.gcd(D2, par.a.denominator)
         self.f = self.L // D2
 
     def exact(self, kern: Any, record_scores: bool) -> Trace:
         """The integer run (``IntegerPrimal``): every score it needs exactly."""
-        state = IntegerPrimal(self.z, self.D, self.L, self.p)
+        state = IntegerPrimal(self.z, self.D, self.L, self.par)
         rule = FilteredFragileRule(self.abs_X, self.labels, self.z, self.D, state)
         record = TrialRecord(self.labels, self.epochs)
         scores: dict[int, Fraction] = {}
@@ -150,7 +151,7 @@ class Run:
                 record.mistakes.append(t)
                 rule.mistake(j, label)
                 state.mistake(j, label)
-        trace = record.trace("second_order", kern, self.p,
+        trace = record.trace("second_order", kern, PARAMS.as_dict(self.par),
                              {"support": list(state.support), **state.final()},
                              updates=list(record.mistakes))
         # the scores read below: every trial's when recorded, else the candidates' (sharpen
@@ -158,8 +159,8 @@ class Run:
         trace.scores = [scores.get(t, Fraction(0)) for t in range(len(record.labels)
                                                                    * self.epochs)]
         if trace.fragile:  # the a-posteriori rule (SPEC.md 13.5)
-            errors = shadow_errors(shadows, self.X, self.y, self.epochs, kern.spec, self.p,
-                                   trace)
+            errors = shadow_errors(shadows, self.X, self.y, self.epochs, kern.spec,
+                                   PARAMS.as_dict(self.par), trace)
             trace.fragile = sharpen(trace.fragile, errors,
                                     [self.labels[t % len(self.labels)] * sc
                                      for t, sc in enumerate(trace.scores)],
@@ -170,7 +171,7 @@ class Run:
 
     def filtered(self, kern: Any) -> Trace:
         """The ball run (``second_order_filtered``); raises ``Undecided``."""
-        state = BallPrimal(self.z, self.f, self.L, self.p)
+        state = BallPrimal(self.z, self.f, self.L, self.par)
         rule = FilteredFragileRule(self.abs_X, self.labels, self.z, self.D, state)
         record = TrialRecord(self.labels, self.epochs)
         balls: dict[int, tuple[float, float, bool]] = {}
@@ -197,13 +198,14 @@ class Run:
                 record.mistakes.append(t)
                 rule.mistake(j, label)
                 state.mistake(j, label)
-        trace = record.trace("second_order", kern, self.p,
+        trace = record.trace("second_order", kern, PARAMS.as_dict(self.par),
                              {"support": list(state.support), **self.final(state)},
                              updates=list(record.mistakes))
         trace.scores = None
         if trace.fragile and shadows is not None:  # the a-posteriori rule (SPEC.md 13.5)
-            runs = run_shadows(shadows, self.X, self.y, self.epochs, kern.spec, self.p,
-                               trace.updates, len(self.labels) * self.epochs)
+            runs = run_shadows(shadows, self.X, self.y, self.epochs, kern.spec,
+                               PARAMS.as_dict(self.par), trace.updates,
+                               len(self.labels) * self.epochs)
             if runs is not None:
                 trace.fragile = sharpen_filtered(trace.fragile, balls, runs)
         return trace
@@ -230,10 +232,10 @@ class IntegerPrimal:
     """A = a_k I + X X^T as N = adj(M), d = det(M) of the integer M = L A (FLINT), with
     u = N V kept for the trials' sign tests (module docstring)."""
 
-    def __init__(self, z: list[list[int]], D: int, L: int, p: dict[str, Any]):
-        self.p, self.z, self.D, self.L = p, z, D, L
+    def __init__(self, z: list[list[int]], D: int, L: int, par: SecondOrderParams):
+        self.par, self.z, self.D, self.L = par, z, D, L
         self.n = n = len(z[0])
-        self.a = a_k(p, 1)
+        self.a = a_k(par, 1)
         self.f = L // (D * D)
         self.columns = [fmpz_mat(n, 1, z) for z in self.z]
         aL = int(self.a * self.L)
@@ -264,7 +266,7 @@ class IntegerPrimal:
         z, f, n = self.z[j], self.f, self.n
         self.V = [v + label * zi for v, zi in zip(self.V, z)]
         self.support.append(j)
-        new_a = a_k(self.p, len(self.support) + 1)
+        new_a = a_k(self.par, len(self.support) + 1)
         if new_a != self.a:  # adaptive: adj and det of M = L (a_k I + C) afresh
             self.a = new_a
             col = self.columns[j]

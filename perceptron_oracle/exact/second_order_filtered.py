@@ -26,6 +26,7 @@ import numpy as np
 from flint import arb, arb_mat, ctx, fmpz_mat
 
 from ..reference.common import SHADOW_FACTOR, ShadowRuns
+from ..reference.second_order import SecondOrderParams
 from ..reference.second_order_engines import a_k
 from ..rounding import SMALLEST_SUBNORMAL, UNIT_ROUNDOFF
 
@@ -52,10 +53,10 @@ class Undecided(Exception):
 class BallPrimal:
     """M^{-1} (M = L (a_k I + C), integer) as an ``arb_mat``; u = M^{-1} V."""
 
-    def __init__(self, z: list[list[int]], f: int, L: int, p: dict[str, Any]):
-        self.z, self.f, self.L, self.p = z, f, L, p
+    def __init__(self, z: list[list[int]], f: int, L: int, par: SecondOrderParams):
+        self.z, self.f, self.L, self.par = z, f, L, par
         self.n = n = len(z[0])
-        self.a = a_k(p, 1)
+        self.a = a_k(par, 1)
         aL = int(self.a * L)
         self.M = _scalar(n, aL)
         self.Minv = arb_mat(n, n, [arb(1) / aL if r == c else 0
@@ -91,7 +92,7 @@ class BallPrimal:
         self.support.append(j)
         zcol = fmpz_mat(n, 1, z)
         self.M += zcol * zcol.transpose() * f
-        new_a = a_k(self.p, len(self.support) + 1)
+        new_a = a_k(self.par, len(self.support) + 1)
         if new_a != self.a:   # adaptive: M = L (a_k I + C) inverted afresh
             self.M += _scalar(n, int((new_a - self.a) * self.L))
             self.a = new_a

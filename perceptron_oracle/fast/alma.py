@@ -30,7 +30,7 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..pnorm_float import link_inverse, norm, row_norms
-from ..reference.alma import PARAMS
+from ..reference.alma import PARAMS, AlmaParams
 from ..reference.common import check_epochs
 from ..trace import Trace
 from .driver import finite_final, run_blocks
@@ -40,11 +40,14 @@ class _Alma:
     """What both forms share: k, gamma_k's threshold and eta_k."""
 
     def __init__(self, y: np.ndarray, params: dict[str, Any]):
+        """``params``: resolved (``PARAMS.resolve``; ``experiments.pumma`` builds a model
+        from them), read here as ``AlmaParams``."""
+        par = PARAMS.construct(params)
         self.y = y
-        self.p = float(params["p"])
-        self.alpha = float(params["alpha"])
-        self.B = 1.0 / float(params["alpha"]) if params["B"] is None else float(params["B"])
-        self.C = math.sqrt(2.0) if params["C"] is None else float(params["C"])
+        self.p = float(par.p)
+        self.alpha = float(par.alpha)
+        self.B = 1.0 / float(par.alpha) if par.B is None else float(par.B)
+        self.C = math.sqrt(2.0) if par.C is None else float(par.C)
         self.k = 1
         self._thr = self._threshold()
 
@@ -152,11 +155,11 @@ class _Dual(_Alma):
 
 
 def _setup(X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any]
-           ) -> tuple[Kernel, dict[str, Any], Any, np.ndarray, int]:
+           ) -> tuple[Kernel, AlmaParams, Any, np.ndarray, int]:
     kern = parse_kernel(kernel)
-    params = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     X, y = validate(X, y, check_finite=True)
-    return kern, params, X, y, check_epochs(epochs)
+    return kern, par, X, y, check_epochs(epochs)
 
 
 def _trace(form: str, kern: Any, params: dict[str, Any], y: np.ndarray, epochs: int,
@@ -173,10 +176,10 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
            alpha: Any = Fraction(1, 10), B: Any = None, C: Any = None,
            record_scores: bool = False) -> Trace:
     """Primal form, any p: th = f(w) and w = f^-1(th) in float64 (linear kernel)."""
-    kern, params, X, y, epochs = _setup(X, y, epochs, kernel,
-                                        dict(p=p, alpha=alpha, B=B, C=C))
+    kern, par, X, y, epochs = _setup(X, y, epochs, kernel, dict(p=p, alpha=alpha, B=B, C=C))
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
+    params = PARAMS.as_dict(par)
     return _trace("primal", kern, params, y, epochs, _Primal(X, y, params), record_scores)
 
 
@@ -184,8 +187,8 @@ def dual(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
          alpha: Any = Fraction(1, 10), B: Any = None, C: Any = None,
          record_scores: bool = False) -> Trace:
     """Dual form, p = 2, any kernel: one coefficient per support example."""
-    kern, params, X, y, epochs = _setup(X, y, epochs, kernel,
-                                        dict(p=p, alpha=alpha, B=B, C=C))
-    if params["p"] != 2:
+    kern, par, X, y, epochs = _setup(X, y, epochs, kernel, dict(p=p, alpha=alpha, B=B, C=C))
+    if par.p != 2:
         raise ParamError("the dual form takes p = 2 only (the p-norm link has no kernel form)")
+    params = PARAMS.as_dict(par)
     return _trace("dual", kern, params, y, epochs, _Dual(X, y, params, kern), record_scores)

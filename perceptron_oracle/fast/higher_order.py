@@ -47,7 +47,7 @@ from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..pnorm_float import link_inverse
 from ..reference.common import check_epochs
-from ..reference.higher_order import resolve_params
+from ..reference.higher_order import PARAMS, HigherOrderParams, resolve_params
 from ..trace import Trace
 from . import _compiled
 from .blas_threads import OneBlasThread
@@ -196,11 +196,11 @@ class _Rule:
     """rho_k as the reference defines it (SPEC.md): ``c/k``, ``theorem1`` or ``constant``;
     the sparse variant sets rho_k = 0 on a mistake with y v_{k-1}.x < 0."""
 
-    def __init__(self, params: dict[str, Any]):
-        self.c = float(params["c"])
-        self.mode = params["rho"]
-        self.sparse = bool(params["sparse"])
-        self.p = float(params["p"])
+    def __init__(self, par: HigherOrderParams):
+        self.c = float(par.c)
+        self.mode = par.rho
+        self.sparse = bool(par.sparse)
+        self.p = float(par.p)
 
     def rho(self, k: int, vx: float, label: int) -> float:
         """rho for the k-th mistake (k 1-based), given v_{k-1}.x_t and y_t."""
@@ -226,9 +226,9 @@ def _dense_row(X: Any, j: int) -> np.ndarray:
 class _Model:
     """What every form shares: the rule for rho, the mistake count, the mistake test."""
 
-    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
+    def __init__(self, X: Any, y: np.ndarray, par: HigherOrderParams, kernel: Kernel):
         self.X, self.y, self.kernel = X, y, kernel
-        self.rule = _Rule(params)
+        self.rule = _Rule(par)
         self.k = 0                 # mistakes so far
         self.rhos: list[float] = []  # rho_k of every mistake, in order
         self.d_updates = 0         # mistakes that changed B (rho > 0): matrix work done
@@ -309,8 +309,8 @@ class _Primal(_Model):
     Compiled engine: the per-trial loop (``compiled().ho_primal``) makes the same BLAS
     calls on the same arrays, a mistake at a time, with no Python between trials."""
 
-    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
-        super().__init__(X, y, params, kernel)
+    def __init__(self, X: Any, y: np.ndarray, par: HigherOrderParams, kernel: Kernel):
+        super().__init__(X, y, par, kernel)
         n = X.shape[1]
         self.A = np.asfortranarray(np.eye(n))
         self.v = np.zeros(n)
@@ -348,8 +348,8 @@ class _Dual(_Model):
 
     REFRESH = 32
 
-    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
-        super().__init__(X, y, params, kernel)
+    def __init__(self, X: Any, y: np.ndarray, par: HigherOrderParams, kernel: Kernel):
+        super().__init__(X, y, par, kernel)
         T = y.shape[0]
         self.diag = np.asarray(kernel.diagonal(X), dtype=np.float64)   # k(x_j, x_j)
         self.support: list[int] = []                 # support examples, by first mistake
@@ -535,8 +535,8 @@ class _Implicit(_Model):
     #: n = 300, slower from n = 400 on a run with fewer mistakes than that).
     COMPILED_EXPLICIT_MAX_N = 300
 
-    def __init__(self, X: Any, y: np.ndarray, params: dict[str, Any], kernel: Kernel):
-        super().__init__(X, y, params, kernel)
+    def __init__(self, X: Any, y: np.ndarray, par: HigherOrderParams, kernel: Kernel):
+        super().__init__(X, y, par, kernel)
         n = X.shape[1]
         self.p = self.rule.p
         self.v = np.zeros(n)
@@ -753,17 +753,17 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
     keeps A_k or B_k explicitly (``ENGINES``; the dual form has the driver only)."""
     check_engine(engine)
     kern = parse_kernel(kernel)
-    params = resolve_params(given)
+    par = resolve_params(given)
     if form != "dual" and not kern.is_linear:
         raise ParamError(f"the {form} form takes the linear kernel only, not {kern.spec}")
-    if form in ("primal", "dual") and params["p"] != 2:
+    if form in ("primal", "dual") and par.p != 2:
         raise ParamError(f"parameter p: the {form} form takes p = 2 only "
-                         f"(got {params['p']}); use the implicit form")
+                         f"(got {par.p}); use the implicit form")
     # The implicit form's row sums of |x_i|^p (``_all_contracting``) are dense X's
     # finiteness check: one pass over X saved.
     X, y = validate(X, y, check_finite=form != "implicit" or sp.issparse(X))
     epochs = check_epochs(epochs)
-    model = FORMS[form](X, y, params, kern)
+    model = FORMS[form](X, y, par, kern)
     fast = form == "primal" or (isinstance(model, _Implicit) and model.may_switch
                                 and (model.p != 2.0
                                      or X.shape[1] <= _Implicit.COMPILED_PRIMAL_MAX_N))
@@ -773,9 +773,9 @@ def run_model(form: str, X: Any, y: Any, *, epochs: int = 1, kernel: Any = "line
             result = run_compiled(model, y.shape[0], epochs)
         else:
             result = run_blocks(model, y, epochs, record_scores)
-    trace = Trace(algorithm="higher_order", form=form, kernel=kern.spec, params=params,
-                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
-                  updates=result.updates,
+    trace = Trace(algorithm="higher_order", form=form, kernel=kern.spec,
+                  params=PARAMS.as_dict(par), n_examples=y.shape[0], epochs=epochs,
+                  mistakes=result.mistakes, updates=result.updates,
                   final=finite_final(_final(model, form), result.updates, y.shape[0]),
                   scores=result.scores)
     return trace, model

@@ -153,11 +153,11 @@ class PerceptronOvR:
             raise ParamError(f"the primal form takes the linear kernel only, not "
                              f"{self.kernel.spec}")
         self.params = PARAMS.resolve(params)
-        p = self.params
+        par = PARAMS.construct(self.params)
         self.form, self.K, self.n = form, int(n_classes), int(n_features)
-        self.eta, self.b0, self.C = float(p["eta"]), float(p["b0"]), float(p["C"])
-        self.tau, self.lam = float(p["tau"]), float(p["lam"])
-        self.bound = p["alpha_bound"]
+        self.eta, self.b0, self.C = float(par.eta), float(par.b0), float(par.C)
+        self.tau, self.lam = float(par.tau), float(par.lam)
+        self.bound = par.alpha_bound
         self.b = np.full(self.K, self.b0)
         self.W = np.zeros((self.K, self.n))                  # primal: one row per learner
         # every example that updated any learner: its row, its per-learner counts.  The rows

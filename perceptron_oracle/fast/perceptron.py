@@ -25,7 +25,7 @@ from ..data import check_finite_rows, validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
-from ..reference.perceptron import PARAMS
+from ..reference.perceptron import PARAMS, PerceptronParams
 from ..trace import Trace
 from . import _compiled
 from ._slots import (
@@ -54,11 +54,11 @@ class _BuiltWeights:
 class _Model:
     """What both forms share: parameters as floats, alpha, the update rule's guard."""
 
-    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
+    def __init__(self, X: Any, y: np.ndarray, par: PerceptronParams, kernel: Kernel):
         self.X, self.y, self.kernel = X, y, kernel
-        self.eta, self.b0, self.C = float(p["eta"]), float(p["b0"]), float(p["C"])
-        self.tau, self.lam = float(p["tau"]), float(p["lam"])
-        self.bound = p["alpha_bound"]
+        self.eta, self.b0, self.C = float(par.eta), float(par.b0), float(par.C)
+        self.tau, self.lam = float(par.tau), float(par.lam)
+        self.bound = par.alpha_bound
         self.alpha = np.zeros(y.shape[0], dtype=np.int64)
         self.b = self.b0
         self.blocked = [0]  # blocked[k]: trials the alpha-bound blocked while h_k was in force
@@ -95,8 +95,8 @@ class _Model:
 
 
 class _Primal(_Model):
-    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
-        super().__init__(X, y, p, kernel)
+    def __init__(self, X: Any, y: np.ndarray, par: PerceptronParams, kernel: Kernel):
+        super().__init__(X, y, par, kernel)
         self.w = np.zeros(X.shape[1])
 
     def scores(self, start: int, stop: int) -> np.ndarray:
@@ -118,8 +118,8 @@ class _Primal(_Model):
 
 
 class _Dual(_Model):
-    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel):
-        super().__init__(X, y, p, kernel)
+    def __init__(self, X: Any, y: np.ndarray, par: PerceptronParams, kernel: Kernel):
+        super().__init__(X, y, par, kernel)
         T = y.shape[0]
         self.support: list[int] = []              # support examples, by first update
         self.slot = np.full(T, -1, dtype=np.int64)  # example -> position in support
@@ -180,7 +180,7 @@ class _Dual(_Model):
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
          record_scores: bool, engine: str) -> Trace:
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     chosen = _compiled.choose(engine, compiled_serves=form == "primal" or not sp.issparse(X),
@@ -195,7 +195,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
                   else chosen == "numba" and kern.propagates_nonfinite)
     X, y = validate(X, y, check_finite=not run_checks)
     epochs = check_epochs(epochs)
-    model = (_Primal if form == "primal" else _Dual)(X, y, p, kern)
+    model = (_Primal if form == "primal" else _Dual)(X, y, par, kern)
     with OneBlasThread():  # the blocks' many small BLAS products (fast.blas_threads)
         if chosen == "numba":
             mistakes, updates, blocked, scores = _run_compiled(form, model, epochs,
@@ -210,7 +210,7 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     # Without tau and a bound every mistake updates: the list is copied, not built again.
     mistake_trials = (list(update_trials) if np.array_equal(mistakes, updates)
                       else mistakes.tolist())
-    return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=p,
+    return Trace(algorithm="perceptron", form=form, kernel=kern.spec, params=PARAMS.as_dict(par),
                  n_examples=y.shape[0], epochs=epochs, mistakes=mistake_trials,
                  updates=update_trials, final=finite_final(final, update_trials, y.shape[0]),
                  scores=scores)

@@ -63,22 +63,22 @@ def primal(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 
            record_scores: bool = False, engine: str = "auto") -> Trace:
     """Primal form: v and w = g(v) in float64; ``engine`` as in the module docstring."""
     kern = parse_kernel(kernel)
-    params = PARAMS.resolve(dict(p=p))
+    par = PARAMS.read(dict(p=p))
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     chosen = _compiled.choose(engine)
     # the compiled loop scores every row of dense X first: that is its NaN/infinity check
     X, y = validate(X, y, check_finite=chosen != "numba" or sp.issparse(X))
     epochs = check_epochs(epochs)
-    model = _Primal(X, y, float(params["p"]))
+    model = _Primal(X, y, float(par.p))
     if chosen == "numba":
         mistakes, updates, scores = _run_compiled(model, epochs, record_scores)
     else:
         result = run_blocks(model, y, epochs, record_scores)
         mistakes, updates, scores = result.mistakes, result.updates, result.scores
-    return Trace(algorithm="pnorm_perceptron", form="primal", kernel=kern.spec, params=params,
-                 n_examples=y.shape[0], epochs=epochs, mistakes=mistakes,
-                 updates=updates, final=finite_final(
+    return Trace(algorithm="pnorm_perceptron", form="primal", kernel=kern.spec,
+                 params=PARAMS.as_dict(par), n_examples=y.shape[0], epochs=epochs,
+                 mistakes=mistakes, updates=updates, final=finite_final(
                      {"w": model.w.copy(), "v": model.v.copy()}, updates, y.shape[0]),
                  scores=scores)
 

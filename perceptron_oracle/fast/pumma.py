@@ -36,7 +36,7 @@ from ..errors import ParamError
 from ..kernels import Kernel, parse_kernel
 from ..pnorm_float import link_inverse, norm
 from ..reference.common import check_epochs
-from ..reference.pumma import PARAMS
+from ..reference.pumma import PARAMS, PummaParams
 from ..reference.pumma_newton import NEWTON_MAX_STEPS as REFERENCE_NEWTON_STEPS
 from ..reference.pumma_newton import NEWTON_TOLERANCE, FloatOps, newton_dual
 from ..trace import Trace
@@ -438,18 +438,18 @@ def pair_indices(pos: int, neg: int) -> dict[str, int]:
     return {key: index for key, index in (("pos", pos), ("neg", neg)) if index >= 0}
 
 
-def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, dict[str, Any]]:
+def _resolve(form: str, kernel: Any, given: dict[str, Any]) -> tuple[Kernel, PummaParams]:
     """The parsed kernel and the resolved parameters (C "none": the hard margin), with the
     checks of what each form takes."""
     kern = parse_kernel(kernel)
     if isinstance(given.get("C"), str) and given["C"].strip().lower() == "none":
         given = dict(given, C=None)
-    params = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
-    if form == "dual" and params["p"] != 2:
-        raise ParamError(f"the dual form takes p = 2 only, not p = {params['p']}")
-    return kern, params
+    if form == "dual" and par.p != 2:
+        raise ParamError(f"the dual form takes p = 2 only, not p = {par.p}")
+    return kern, par
 
 
 def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -458,14 +458,14 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     parameters, the validated data and epochs; ``compiled``: p > 2 solves by the compiled
     Newton (``PNormSpace``) inside the block-ahead driver, the p > 2 loop's algorithm one
     update at a time (the tests compare the two)."""
-    kern, params = _resolve(form, kernel, given)
-    p = float(params["p"])
+    kern, par = _resolve(form, kernel, given)
+    p = float(par.p)
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     T = y.shape[0]
-    C = None if params["C"] is None else float(params["C"])
+    C = None if par.C is None else float(par.C)
     space = PNormSpace(X, T, C, p, compiled) if p != 2.0 else make_space(form, X, T, C, kern)
-    return _Pumma(space, y, float(params["delta"]), p), params, X, y, epochs
+    return _Pumma(space, y, float(par.delta), p), PARAMS.as_dict(par), X, y, epochs
 
 
 def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -475,9 +475,9 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     (p = 2: :func:`_primal_compiled`, p > 2: :func:`_pnorm_compiled`; the dual form's
     linear-kernel run is the primal's: w = sum_e a_e x_e, the trace's ``final`` in both
     forms; SPEC.md 14.7), else by the block-ahead driver."""
-    kern, params = _resolve(form, kernel, given)
+    kern, par = _resolve(form, kernel, given)
     if _compiled.choose(engine, compiled_serves=kern.is_linear, kernel=kern) == "numba":
-        if float(params["p"]) == 2.0:
+        if float(par.p) == 2.0:
             return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
         return _pnorm_compiled(form, X, y, epochs, kernel, given, record_scores)
     model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
@@ -499,14 +499,14 @@ class _CompiledRun:
     def __init__(self, form: str, X: Any, y: Any, epochs: int, kernel: Any,
                  given: dict[str, Any], record_scores: bool, state: list[float]):
         self.form = form
-        self.kern, self.params = _resolve(form, kernel, given)
+        self.kern, self.par = _resolve(form, kernel, given)
         self.X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass
         self.y, self.labels = y, y.astype(np.float64)
         self.epochs = check_epochs(epochs)
         self.T, n = self.X.shape
-        self.soft = self.params["C"] is not None
-        self.inv_c = 1.0 / float(self.params["C"]) if self.soft else 0.0
-        self.threshold = 1.0 - float(self.params["delta"])
+        self.soft = self.par.C is not None
+        self.inv_c = 1.0 / float(self.par.C) if self.par.C is not None else 0.0
+        self.threshold = 1.0 - float(self.par.delta)
         self.parts = _compiled.csr_parts(self.X)
         self.a = np.zeros(self.T if self.soft else 1)
         self.held = np.zeros(self.a.shape[0], dtype=np.int64)
@@ -528,7 +528,7 @@ class _CompiledRun:
             final["xi"] = self.a * self.y * self.inv_c
         done = self.updates[:int(self.state[PUMMA_UPDATES])].tolist()
         return Trace(algorithm="pumma", form=self.form, kernel=self.kern.spec,
-                     params=self.params, n_examples=self.T, epochs=self.epochs,
+                     params=PARAMS.as_dict(self.par), n_examples=self.T, epochs=self.epochs,
                      mistakes=self.mistakes[:int(self.state[PUMMA_MISTAKES])].tolist(),
                      updates=done,
                      final=finite_final(final, done, self.T),
@@ -574,8 +574,9 @@ def _pnorm_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     whose compiled Newton left a residual above NEWTON_TOLERANCE, :func:`_finish_pending`
     finishes and applies it, and the loop resumes at the next trial."""
     run = _CompiledRun(form, X, y, epochs, kernel, given, record_scores, PNORM_START)
-    p = float(run.params["p"])
-    space = PNormSpace(run.X, run.T, float(run.params["C"]) if run.soft else None, p, True)
+    p = float(run.par.p)
+    space = PNormSpace(run.X, run.T, float(run.par.C) if run.par.C is not None else None, p,
+                       True)
     run.w = space.w
     if run.soft:
         assert space.a is not None  # C given: the space keeps a

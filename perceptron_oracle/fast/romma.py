@@ -93,13 +93,13 @@ def setup(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, 
     """The model of a run (the experiments continue it epoch by epoch), its resolved
     parameters, the validated data and epochs."""
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     space = make_space(form, X, y.shape[0], None, kern)
-    return _Romma(space, y, float(p["delta"])), p, X, y, epochs
+    return _Romma(space, y, float(par.delta)), PARAMS.as_dict(par), X, y, epochs
 
 
 def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, Any],
@@ -114,9 +114,9 @@ def _romma_run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[
         if form == "dual" and not kern.is_linear:
             return _dual_compiled(X, y, epochs, kern, given, record_scores)
         return _primal_compiled(form, X, y, epochs, kernel, given, record_scores)
-    model, p, X, y, epochs = setup(form, X, y, epochs, kernel, given)
+    model, params, X, y, epochs = setup(form, X, y, epochs, kernel, given)
     result = run_blocks(model, y, epochs, record_scores)
-    return Trace(algorithm="romma", form=form, kernel=parse_kernel(kernel).spec, params=p,
+    return Trace(algorithm="romma", form=form, kernel=parse_kernel(kernel).spec, params=params,
                  n_examples=y.shape[0], epochs=epochs, mistakes=result.mistakes,
                  updates=result.updates,
                  final=finite_final(model.final(), result.updates, y.shape[0]),
@@ -130,7 +130,7 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     scores are that check (a row holding one scores NaN or infinity), reported as
     validate() reports it."""
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     if not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     X, y = validate(X, y, check_finite=sp.issparse(X))  # dense: the first pass checks
@@ -145,13 +145,13 @@ def _primal_compiled(form: str, X: Any, y: Any, epochs: int, kernel: Any,
     scores = np.zeros(trials if record_scores else 1)
     bad = _compiled_romma.loops().romma_primal(
         dense, indptr, indices, data, sparse, y.astype(np.float64), epochs,
-        1.0 - float(p["delta"]), RESIDUAL_SINGULAR, w, np.zeros(n if sparse else 1), state,
+        1.0 - float(par.delta), RESIDUAL_SINGULAR, w, np.zeros(n if sparse else 1), state,
         mistakes, updates, scores, record_scores)
     # dense X: a NaN or infinity named first
     _compiled.raise_if_bad(bad, T, state[ROMMA_BAD_SCORE], X)
     done = updates[:int(state[ROMMA_UPDATES])].tolist()
     made = mistakes[:int(state[ROMMA_MISTAKES])].tolist()
-    return Trace(algorithm="romma", form=form, kernel=kern.spec, params=p,
+    return Trace(algorithm="romma", form=form, kernel=kern.spec, params=PARAMS.as_dict(par),
                  n_examples=T, epochs=epochs, mistakes=made,
                  updates=done, final=finite_final({"w": w}, done, T),
                  scores=scores.tolist() if record_scores else None)
@@ -269,7 +269,7 @@ def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, A
     the update test with Lemma 4's skip, the closed forms, feasibility and SINGULAR), its
     own rounding; a case-(i) update drops the old support (eta = 0 makes every old
     coefficient 0).  A score that is not finite stops the run as on the driver."""
-    p = PARAMS.resolve(given)
+    par = PARAMS.read(given)
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
     T = y.shape[0]
@@ -278,13 +278,13 @@ def _dual_compiled(X: Any, y: Any, epochs: int, kern: Kernel, given: dict[str, A
     scores = np.zeros(epochs * T if record_scores else 1)
     with OneBlasThread(), np.errstate(all="ignore"):  # the blocks' many small products
         bad, state = _dual_walk(store, y.astype(np.float64), epochs,
-                                1.0 - float(p["delta"]), flags, scores, record_scores)
+                                1.0 - float(par.delta), flags, scores, record_scores)
     _compiled.raise_if_bad(bad, T, state[ROMMA_DUAL_BAD_SCORE])
     mistakes, updated, _ = _compiled.split_flags(flags)
     updates = updated.tolist()
     alpha = store.alpha(int(state[ROMMA_DUAL_SUPPORTS]))
-    return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=p, n_examples=T,
-                 epochs=epochs, mistakes=mistakes.tolist(),
+    return Trace(algorithm="romma", form="dual", kernel=kern.spec, params=PARAMS.as_dict(par),
+                 n_examples=T, epochs=epochs, mistakes=mistakes.tolist(),
                  updates=updates, final=finite_final({"alpha": alpha}, updates, T),
                  scores=scores.tolist() if record_scores else None)
 

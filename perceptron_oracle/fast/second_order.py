@@ -43,7 +43,7 @@ from ..data import validate
 from ..errors import ParamError
 from ..kernels import KERNEL_CACHE_BYTES, Kernel, parse_kernel
 from ..reference.common import check_epochs
-from ..reference.second_order import resolve_params
+from ..reference.second_order import PARAMS, SecondOrderParams, resolve_params
 from ..reference.second_order_engines import PINV_RANK_TOL, a_k
 from ..trace import Trace
 from .blas_threads import OneBlasThread
@@ -84,12 +84,12 @@ class _Primal:
     the adaptive a_k, kept by one more dsyr per mistake since every mistake refactors).
     The compiled engine (``primal(..., engine=...)``) runs the same calls per trial."""
 
-    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], record: bool):
-        self.X, self.y, self.p, self.record = X, y, p, record
+    def __init__(self, X: Any, y: np.ndarray, par: SecondOrderParams, record: bool):
+        self.X, self.y, self.par, self.record = X, y, par, record
         n = X.shape[1]
         self.k = 1
-        self.a = float(a_k(p, 1))
-        self.adaptive = p["a_growth"] != "constant"
+        self.a = float(a_k(par, 1))
+        self.adaptive = par.a_growth != "constant"
         self.Ainv = np.asfortranarray(np.eye(n) / self.a)
         self.C = np.asfortranarray(np.zeros((n, n))) if self.adaptive else None
         self.v = np.zeros(n)
@@ -138,7 +138,7 @@ class _Primal:
         self._full = None
         before = self.k
         self.k += made
-        new_a = float(a_k(self.p, self.k))
+        new_a = float(a_k(self.par, self.k))
         if new_a != self.a:
             self.a = new_a
             self._refactor()
@@ -321,9 +321,9 @@ class _Dual:
     O(k)), so the residual H (a p + G p) - p costs one dspmv every DRIFT_EVERY mistakes; a
     refactor computes G from the support examples."""
 
-    def __init__(self, X: Any, y: np.ndarray, p: dict[str, Any], kernel: Kernel,
+    def __init__(self, X: Any, y: np.ndarray, par: SecondOrderParams, kernel: Kernel,
                  record: bool):
-        self.X, self.y, self.p, self.record = X, y, p, record
+        self.X, self.y, self.par, self.record = X, y, par, record
         self.kernel = kernel
         self.kdiag = kernel.diagonal(X)
         self.window = _Window(X, kernel)
@@ -332,8 +332,8 @@ class _Dual:
         self.buf[3] = self._probe(16)
         self.support: list[int] = []
         self.k = 1
-        self.a = float(a_k(p, 1))
-        self.adaptive = p["a_growth"] != "constant"
+        self.a = float(a_k(par, 1))
+        self.adaptive = par.a_growth != "constant"
         self.refactors = 0
         self._full: np.ndarray | None = None
 
@@ -408,7 +408,7 @@ class _Dual:
     def _after(self, cancelled: bool) -> None:
         """a_k for the next mistake, and the refactor or drift check it calls for."""
         self.k += 1
-        new_a = float(a_k(self.p, self.k)) if self.adaptive else self.a
+        new_a = float(a_k(self.par, self.k)) if self.adaptive else self.a
         if new_a != self.a or cancelled:
             # a changed, or x lay nearly in the span of the support (delta lost digits to
             # cancellation, and the bordered H with them): H afresh by Cholesky, O(k^3)
@@ -533,17 +533,17 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
          record_scores: bool, engine: str = "auto") -> Trace:
     check_engine(engine)
     kern = parse_kernel(kernel)
-    p = resolve_params(given)
+    par = resolve_params(given)
     if form == "primal" and not kern.is_linear:
         raise ParamError(f"the primal form takes the linear kernel only, not {kern.spec}")
     X, y = validate(X, y)
     epochs = check_epochs(epochs)
-    if p["pseudoinverse"]:
+    if par.pseudoinverse:
         model: Any = _Pinv(X, y, kern, record_scores)
     elif form == "primal":
-        model = _Primal(X, y, p, record_scores)
+        model = _Primal(X, y, par, record_scores)
     else:
-        model = _Dual(X, y, p, kern, record_scores)
+        model = _Dual(X, y, par, kern, record_scores)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"), OneBlasThread():
         if isinstance(model, _Primal) and use_compiled(
                 engine, y.shape[0] * epochs, not sp.issparse(X), record_scores):
@@ -553,8 +553,8 @@ def _run(form: str, X: Any, y: Any, epochs: int, kernel: Any, given: dict[str, A
     T = y.shape[0]
     support = np.array(result.updates, dtype=np.int64) % T
     final = model.final(support) if isinstance(model, _Primal) else model.final(support, kern)
-    return Trace(algorithm="second_order", form=form, kernel=kern.spec, params=p,
-                 n_examples=T, epochs=epochs, mistakes=result.mistakes,
+    return Trace(algorithm="second_order", form=form, kernel=kern.spec,
+                 params=PARAMS.as_dict(par), n_examples=T, epochs=epochs, mistakes=result.mistakes,
                  updates=result.updates, final=finite_final(final, result.updates, T),
                  scores=result.scores)
 

@@ -38,7 +38,12 @@ from hypothesis import strategies as st
 from ..errors import TraceFormatError
 from ..numbers import to_fraction
 from ..params import ParamSchema
+from ..reference import alma as alma_ref
 from ..reference import higher_order as higher_order_ref
+from ..reference import pnorm_perceptron as pnorm_ref
+from ..reference import pumma as pumma_ref
+from ..reference import romma as romma_ref
+from ..reference import second_order as second_order_ref
 from ..trace import Trace
 from . import higher_order as higher_order_invariants
 from . import perceptron as perceptron_invariants
@@ -133,7 +138,7 @@ class Check:
     theorem: str
     paper: str
     max_examples: int = 15
-    schema: ParamSchema | None = None
+    schema: ParamSchema[Any] | None = None
 
     @property
     def id(self) -> str:
@@ -143,7 +148,7 @@ class Check:
         self.function(_with_defaults(impl, self.schema), self.algorithm, data)
 
 
-def _with_defaults(impl: Any, schema: ParamSchema | None) -> Any:
+def _with_defaults(impl: Any, schema: ParamSchema[Any] | None) -> Any:
     """``impl`` called with the parameters' defaults filled in from ``schema``."""
     if schema is None:
         return impl
@@ -283,7 +288,7 @@ def _perceptron_longest_survivor(impl: Any, algorithm: str, data: Data) -> None:
 
 # -- higher_order ----------------------------------------------------------------------------
 
-def _ho_params(data: Data) -> dict[str, Any]:
+def _ho_params(data: Data) -> higher_order_ref.HigherOrderParams:
     return higher_order_ref.resolve_params(data.params)
 
 
@@ -310,9 +315,9 @@ def _higher_order_theorem1(impl: Any, algorithm: str, data: Data) -> None:
 
 
 def _higher_order_first_order(impl: Any, algorithm: str, data: Data) -> None:
+    par = higher_order_ref.PARAMS.read(data.params)
     higher_order_invariants.check_reduces_to_first_order(
-        _protocol(impl, algorithm), data.X, data.y, epochs=data.epochs, p=data.params["p"],
-        rho=data.params.get("rho", "c/k"))
+        _protocol(impl, algorithm), data.X, data.y, epochs=data.epochs, p=par.p, rho=par.rho)
 
 
 # -- pnorm_perceptron --------------------------------------------------------------------------
@@ -332,7 +337,8 @@ def _pnorm_is_perceptron(impl: Any, algorithm: str, data: Data) -> None:
 
 
 def _pnorm_mistake_bound(impl: Any, algorithm: str, data: Data) -> None:
-    p = float(data.params["p"])
+    p_exact = pnorm_ref.PARAMS.read(data.params).p
+    p = float(p_exact)
     q = p / (p - 1)
     u = np.asarray(data.u, dtype=float)
     X = np.asarray(data.X, dtype=float)
@@ -344,7 +350,7 @@ def _pnorm_mistake_bound(impl: Any, algorithm: str, data: Data) -> None:
     bound = (p - 1) * R ** 2 / gamma ** 2 * (1 + 1e-9)
     _require(len(trace.mistakes) <= bound,
              f"{len(trace.mistakes)} mistakes exceed (p-1) R_p^2 / gamma_q^2 = {bound:.6g} "
-             f"(p = {data.params['p']}, R_p = {R:.6g}, gamma_q = {gamma:.6g})")
+             f"(p = {p_exact}, R_p = {R:.6g}, gamma_q = {gamma:.6g})")
 
 
 # -- second_order ----------------------------------------------------------------------------
@@ -354,7 +360,8 @@ _GAMMAS = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0]
 
 def _second_order_theorem31(impl: Any, algorithm: str, data: Data) -> None:
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
-    second_order_invariants.check_theorem_31(trace, data.X, data.y, data.params["a"],
+    a = second_order_ref.PARAMS.read(data.params).a
+    second_order_invariants.check_theorem_31(trace, data.X, data.y, a,
                                              np.asarray(data.u), _GAMMAS)
 
 
@@ -441,18 +448,26 @@ def _optimum(data: Data, bias: bool) -> Any:
     return optimum_2norm(data.X, data.y, bias=bias)
 
 
+def _margin_params(algorithm: str, data: Data) -> tuple[Fraction, Fraction]:
+    """(p, delta) of a ROMMA (p = 2) or PUMMA draw, read by the family's schema."""
+    if algorithm == "pumma":
+        pumma_par = pumma_ref.PARAMS.read(data.params)
+        return pumma_par.p, pumma_par.delta
+    return Fraction(2), romma_ref.PARAMS.read(data.params).delta
+
+
 def _theorem3_run(impl: Any, algorithm: str, data: Data) -> tuple[Any, Any, float, bool]:
     """(trace, the optimum, Theorem 3's bound, whether an epoch passed without an update)."""
     bias = algorithm == "pumma"
     opt = _optimum(data, bias)
     if opt is None:
         raise NotApplicable("the draw is not separable")   # does not happen: separable data
-    p = float(data.params.get("p", 2))
+    p_exact, delta = _margin_params(algorithm, data)
+    p = float(p_exact)
     q = p / (p - 1)
     u_norm2 = _pnorm2(opt[0], q) * (1 + 1e-9)
     R2 = max(_pnorm2(row, p) for row in np.asarray(data.X, dtype=float)) * (1 + 1e-9)
-    bound = float(theorem3_bound(algorithm, Fraction(data.params.get("p", 2)),
-                                 data.params["delta"], Fraction(R2), Fraction(u_norm2)))
+    bound = float(theorem3_bound(algorithm, p_exact, delta, Fraction(R2), Fraction(u_norm2)))
     trace = call(impl, algorithm, data.X, data.y, epochs=data.epochs, params=data.params)
     T = len(data.y)
     per_epoch = Counter(t // T for t in trace.updates)
@@ -464,7 +479,7 @@ def _theorem3_updates(impl: Any, algorithm: str, data: Data) -> None:
     trace, _, bound, _ = _theorem3_run(impl, algorithm, data)
     _require(len(trace.updates) <= bound,
              f"Theorem 3 (i): {len(trace.updates)} updates exceed the bound {bound:.6g} "
-             f"(delta = {data.params['delta']}; SPEC.md 14.6)")
+             f"(delta = {_margin_params(algorithm, data)[1]}; SPEC.md 14.6)")
 
 
 def _theorem3_margin(impl: Any, algorithm: str, data: Data) -> None:
@@ -473,8 +488,8 @@ def _theorem3_margin(impl: Any, algorithm: str, data: Data) -> None:
     _final(trace, *keys)
     if not clean:
         return   # no epoch without an update yet: no verdict on the margin
-    delta = float(data.params["delta"])
-    p = float(data.params.get("p", 2))
+    p_exact, delta_exact = _margin_params(algorithm, data)
+    delta, p = float(delta_exact), float(p_exact)
     q = p / (p - 1)
     w = np.asarray([float(v) for v in trace.final["w"]])
     b = float(trace.final["b"]) if "b" in keys else 0.0
@@ -627,11 +642,12 @@ def _maximum_margin_checks(algorithm: str) -> list[Check]:
 
 def _alma_corrections(impl: Any, algorithm: str, data: Data) -> None:
 
-    p = data.params.get("p", Fraction(2))
+    par = alma_ref.PARAMS.read(data.params)
+    p = par.p
     q = float(p) / (float(p) - 1)
     u = np.asarray([float(v) for v in data.u])
     u = u / np.sum(np.abs(u) ** q) ** (1 / q)
-    check_corrections_bound(data.X, data.y, list(u), p=p, alpha=data.params["alpha"],
+    check_corrections_bound(data.X, data.y, list(u), p=p, alpha=par.alpha,
                             impl=_protocol(impl, algorithm), max_epochs=32)
 
 

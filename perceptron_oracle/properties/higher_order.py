@@ -32,7 +32,7 @@ from typing import Any
 from ..kernels import parse_kernel
 from ..numbers import to_fraction
 from ..reference.common import exact_data
-from ..reference.higher_order import resolve_params, rho_rule, run_loop
+from ..reference.higher_order import HigherOrderParams, resolve_params, rho_rule, run_loop
 from ..reference.perceptron import perceptron
 from ..reference.pnorm_perceptron import pnorm_perceptron
 from ..trace import Trace
@@ -67,7 +67,7 @@ class Run:
     trace: Trace
     rows: list[list[Fraction]]
     labels: list[int]
-    params: dict[str, Any]
+    params: HigherOrderParams
     mistakes: list[Mistake] = field(default_factory=list)
 
 
@@ -113,13 +113,13 @@ def _sums(run: Run) -> list[list[Fraction]]:
     return out
 
 
-def _c_prime(params: dict[str, Any]) -> Fraction | None:
+def _c_prime(par: HigherOrderParams) -> Fraction | None:
     """Theorem 1's c for this rho rule: 1 - c for c/k (|v_{k-1}.x| <= k - 1 on unit data),
     c for theorem1; None where Theorem 1 does not apply (constant)."""
-    c: Fraction = params["c"]
-    if params["rho"] == "c/k":
+    c: Fraction = par.c
+    if par.rho == "c/k":
         return 1 - c
-    if params["rho"] == "theorem1":
+    if par.rho == "theorem1":
         return c
     return None
 
@@ -165,10 +165,10 @@ def check_rho_schedule(run: Run) -> None:
     for m in run.mistakes:
         s = _dot(sums[m.k - 1], run.rows[m.j])
         want = rho_rule(run.params, m.k, s)
-        if run.params["sparse"] and m.label * s < 0:
+        if run.params.sparse and m.label * s < 0:
             want = 0
         _require(m.rho == want, f"mistake {m.k} (trial {m.t}): rho = {m.rho}, the rule "
-                                f"{run.params['rho']} gives {want}")
+                                f"{run.params.rho} gives {want}")
         _require(0 <= m.rho < 1, f"mistake {m.k}: rho = {m.rho} outside [0, 1) (Figure 1)")
     _require(list(run.trace.final["rho"]) == [m.rho for m in run.mistakes],
              "final.rho does not list the rho of each mistake")
@@ -177,7 +177,7 @@ def check_rho_schedule(run: Run) -> None:
 def check_sparse_rule(run: Run) -> int:
     """The sparse variant never updates B on a mistake with y v_{k-1}.x_t < 0: rho_k = 0 and
     (p = 2, linear kernel) A_k = A_{k-1}.  Returns how many such mistakes it saw."""
-    if not run.params["sparse"]:
+    if not run.params.sparse:
         return 0
     sums, seen = _sums(run), 0
     previous = None
@@ -199,10 +199,10 @@ def check_sparse_rule(run: Run) -> int:
 def check_r_range(run: Run) -> int:
     """Unit-norm x: r_k = 1 - rho_k y_t v_{k-1}.x_t - rho_k lies in [1 - c, 1 + c] for c/k and
     in [c, 2 - c] for theorem1 (Theorem 1's c <= r_k <= 2 - c).  Returns the number checked."""
-    rule = run.params["rho"]
+    rule = run.params.rho
     if rule == "constant" or not unit_norm(run.rows):
         return 0
-    c = run.params["c"]
+    c = run.params.c
     lo, hi = (1 - c, 1 + c) if rule == "c/k" else (c, 2 - c)
     sums = _sums(run)
     for m in run.mistakes:
@@ -217,7 +217,7 @@ def check_eq3(run: Run) -> int:
     """Unit-norm x, p = 2, c/k or theorem1: ||B_k v_k||^2 = v_k^T A_k v_k <= (2 - c')^2 k
     after every mistake (eq. 3).  Uses the run's A_k and the recomputed v_k."""
     cp = _c_prime(run.params)
-    if cp is None or not unit_norm(run.rows) or run.params["p"] != 2:
+    if cp is None or not unit_norm(run.rows) or run.params.p != 2:
         return 0
     sums = _sums(run)
     checked = 0
@@ -259,7 +259,7 @@ def check_matrix(run: Run) -> int:
     equals (I - rho x x^T) A_{k-1} (I - rho x x^T) (the factor form of the primal update);
     on unit-norm data with rho_k <= 1 also I - A_k is PSD (x^T A_k x <= ||x||^2: each factor
     has spectral norm 1)."""
-    if run.params["p"] != 2:
+    if run.params.p != 2:
         return 0
     unit = unit_norm(run.rows)
     previous = None
@@ -304,7 +304,7 @@ def check_theorem1(run: Run, u: Any, gammas: Any = (Fraction(1, 100), Fraction(1
     run's rho's.  u is scaled to norm <= 1 exactly (the proof needs ||u|| <= 1).  Returns
     the number of gammas checked."""
     cp = _c_prime(run.params)
-    if cp is None or cp == 0 or run.params["p"] != 2 or not unit_norm(run.rows):
+    if cp is None or cp == 0 or run.params.p != 2 or not unit_norm(run.rows):
         return 0
     u = [Fraction(float(v)) for v in u]
     norm2 = sum(v * v for v in u)
@@ -357,7 +357,7 @@ class TraceMistake:
 
 
 def trace_rhos(trace: Trace, rows: list[list[Fraction]], labels: list[int],
-               params: dict[str, Any]) -> list[TraceMistake]:
+               par: HigherOrderParams) -> list[TraceMistake]:
     """Every mistake of the trace with s = v_{k-1}.x_t recomputed exactly and rho_k: Figure
     1's rule (c/k, theorem1's (1 - c)/(1 + |s|), or constant c; 0 on a sparse run's mistake
     with y s < 0).  Where the trace reports ``final.rho`` each reported rho_k must be the
@@ -373,30 +373,30 @@ def trace_rhos(trace: Trace, rows: list[list[Fraction]], labels: list[int],
         j = t % T
         x, label = rows[j], labels[j]
         s = _dot(v, x)
-        want = Fraction(rho_rule(params, k, s))
-        if params["sparse"] and label * s < 0:
+        want = Fraction(rho_rule(par, k, s))
+        if par.sparse and label * s < 0:
             want = Fraction(0)
         rho = want
         if reported is not None:
             rho = to_fraction(reported[k - 1])
             _require(abs(rho - want) <= TRACE_SLACK * (1 + abs(want)),
                      f"mistake {k} (trial {t}): rho = {float(rho):.6g}, the rule "
-                     f"{params['rho']} gives {want} ~ {float(want):.6g} (Figure 1)")
+                     f"{par.rho} gives {want} ~ {float(want):.6g} (Figure 1)")
         out.append(TraceMistake(t, j, k, label, s, rho))
         v = [a + label * b for a, b in zip(v, x)]
     return out
 
 
 def check_trace_r_range(trace: Trace, rows: list[list[Fraction]], labels: list[int],
-                        params: dict[str, Any]) -> int:
+                        par: HigherOrderParams) -> int:
     """Unit-norm x (up to rounding), c/k or theorem1: every r_k = 1 - rho_k y_t s - rho_k
     lies in [1 - c, 1 + c] (c/k) or [c, 2 - c] (theorem1), Theorem 1's c <= r_k <= 2 - c,
     with s and rho_k from :func:`trace_rhos`.  Returns the number of mistakes checked."""
-    mistakes = trace_rhos(trace, rows, labels, params)
-    rule = params["rho"]
+    mistakes = trace_rhos(trace, rows, labels, par)
+    rule = par.rho
     if rule == "constant" or not _near_unit(rows):
         return 0
-    c = params["c"]
+    c = par.c
     lo, hi = (1 - c, 1 + c) if rule == "c/k" else (c, 2 - c)
     for m in mistakes:
         r = 1 - m.rho * m.label * m.s - m.rho
@@ -407,15 +407,15 @@ def check_trace_r_range(trace: Trace, rows: list[list[Fraction]], labels: list[i
 
 
 def check_trace_eq3(trace: Trace, rows: list[list[Fraction]], labels: list[int],
-                    params: dict[str, Any]) -> int:
+                    par: HigherOrderParams) -> int:
     """p = 2, linear kernel, unit-norm x (up to rounding), c/k or theorem1: with
     A_k = (I - rho_k x x^T) A_(k-1) (I - rho_k x x^T) rebuilt exactly from the trace's
     mistakes and :func:`trace_rhos`, ||B_k v_k||^2 = v_k^T A_k v_k <= (2 - c')^2 k after every
     mistake (eq. 3); and where the trace reports ``final.w`` it is A_K v_K (SPEC.md 12.2)
     within TRACE_SLACK.  Returns the number of mistakes checked."""
-    mistakes = trace_rhos(trace, rows, labels, params)
-    cp = _c_prime(params)
-    if params["p"] != 2:
+    mistakes = trace_rhos(trace, rows, labels, par)
+    cp = _c_prime(par)
+    if par.p != 2:
         return 0
     n = len(rows[0])
     A = [[Fraction(int(i == l)) for l in range(n)] for i in range(n)]
@@ -449,15 +449,15 @@ def check_trace_eq3(trace: Trace, rows: list[list[Fraction]], labels: list[int],
 
 
 def check_trace_theorem1(trace: Trace, rows: list[list[Fraction]], labels: list[int],
-                         params: dict[str, Any], u: Any,
+                         par: HigherOrderParams, u: Any,
                          gammas: Any = (Fraction(1, 100), Fraction(1, 20), Fraction(1, 10),
                                         Fraction(1, 4), Fraction(1, 2), Fraction(1))) -> int:
     """Theorem 1's mistake bound (2) as :func:`check_theorem1`, from the trace alone: p = 2,
     unit-norm x (up to rounding), c/k or theorem1; B_{k-1} rebuilt from the trace's mistakes
     and :func:`trace_rhos`.  Returns the number of gammas checked."""
-    mistakes = trace_rhos(trace, rows, labels, params)
-    cp = _c_prime(params)
-    if cp is None or cp == 0 or params["p"] != 2 or not _near_unit(rows):
+    mistakes = trace_rhos(trace, rows, labels, par)
+    cp = _c_prime(par)
+    if cp is None or cp == 0 or par.p != 2 or not _near_unit(rows):
         return 0
     u = [Fraction(float(c)) for c in u]
     norm2 = sum(c * c for c in u)

@@ -217,7 +217,7 @@ def check_lemma5(X: Any, y: Any, u: list[Any], b: Any, *, epochs: int = 2,
     """||w_t||_q <= ||u||_q for every state, (u, b) with y (u.x + b) >= 1 on the data."""
     rows, labels = exact_data(X, y)
     assert all(l * (_dot([_fr(c) for c in u], r) + _fr(b)) >= 1 for r, l in zip(rows, labels))
-    p = Fraction(params.get("p", 2))
+    p = pumma_ref.PARAMS.read(params).p
     trace, states = pumma_ref.history(X, y, epochs=epochs, **params)
     bound = _norm2(u, _q(p))
     for s in states:
@@ -231,7 +231,7 @@ def check_lemma5(X: Any, y: Any, u: list[Any], b: Any, *, epochs: int = 2,
 def check_lemma6(X: Any, y: Any, *, epochs: int = 2, **params: Any) -> Any:
     """PUMMA (hard margin): ||w'||_q^2 - ||v||_q^2 >= (2 - v.z)^2 / ((p-1) ||z||_p^2)."""
     rows, _ = exact_data(X, y)
-    p = Fraction(params.get("p", 2))
+    p = pumma_ref.PARAMS.read(params).p
     trace, states = pumma_ref.history(X, y, epochs=epochs, **params)
     v = [Fraction(0)] * len(rows[0])
     for s in states:

@@ -110,7 +110,7 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
     Primal (linear kernel only): x^T (a_k I + S S^T)^{-1} v, or x^T (S S^T)^+ v.  Dual (any
     rational kernel; Theorem 3.3): y~^T (a_k I + G_t)^{-1} S_t^T x with G_t the Gram matrix of
     S_t, or y~^T G_t^+ S_t^T x for the pseudoinverse (SPEC.md)."""
-    p = resolve_params(params)
+    par = resolve_params(params)
     kern = parse_kernel(kernel)
     rows, labels = _rows(X), [int(v) for v in np.asarray(y).tolist()]
     T, n = len(rows), len(rows[0])
@@ -124,8 +124,8 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
         ytil = [labels[i] for i in seen] + [0]
         G = [[kern.exact(rows[r], rows[c]) for c in S] for r in S]
         kx = [kern.exact(rows[i], rows[j]) for i in S]
-        a = a_k(p, k)
-        if p["pseudoinverse"]:
+        a = a_k(par, k)
+        if par.pseudoinverse:
             Gi = pseudo_inverse(G)
         else:
             Gi = exact_inverse([[g + (a if r == c else 0) for c, g in enumerate(row)]
@@ -135,7 +135,7 @@ def literal_scores(X: Any, y: Any, mistakes: list[int], epochs: int, params: dic
         if kern.is_linear:
             M = [[sum((rows[i][r] * rows[i][c] for i in S), Fraction(0)) for c in range(n)]
                  for r in range(n)]
-            if p["pseudoinverse"]:
+            if par.pseudoinverse:
                 Mi = pseudo_inverse(M)
             else:
                 Mi = exact_inverse([[m + (a if r == c else 0) for c, m in enumerate(row)]

@@ -23,7 +23,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..kernels import KERNELS, parse_kernel
-from ..reference.second_order import A_GROWTHS
+from ..reference.second_order import A_GROWTHS, SecondOrderParams
 from ..reference.second_order_engines import a_k
 
 
@@ -304,7 +304,8 @@ def second_order_from_data(draw: Any, d: Any) -> dict[str, Any]:
     growth = draw(st.sampled_from(A_GROWTHS), label="a_growth")
     side = draw(st.sampled_from(_SIDES), label="side")
     value, k = found
-    a = value * side / a_k({"a": Fraction(1), "a_growth": growth}, k)
+    a = value * side / a_k(SecondOrderParams(a=Fraction(1), a_growth=growth,
+                                             pseudoinverse=False), k)
     return {**params, "a": _dyadic(Fraction(a)), "a_growth": growth}
 
 

@@ -30,6 +30,7 @@ mistake; y score equal to the threshold updates) and flagged fragile.  The fragi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -59,6 +60,24 @@ from ..rounding import pnorm as float_pnorm
 from ..trace import Trace
 from .common import Gram, OptionalRational, TrialRecord, check_epochs, exact_data, norm_param
 
+
+@dataclass(frozen=True)
+class AlmaParams:
+    """ALMA_p(alpha; B, C)'s parameters (Gentile), read and checked by ``PARAMS``.
+
+    ``p``: the norm of the margin, p >= 2 (instances in the p-norm, w in the dual q-norm;
+    p = 2 ln n approximates the max-norm margin); ``alpha``: the margin reached is
+    (1 - alpha) times the best p-norm margin, 0 < alpha <= 1; ``B``: gamma_k =
+    B sqrt(p-1)/sqrt(k), None for 1/alpha; ``C``: eta_k = C/(sqrt(p-1) sqrt(k)), None for
+    sqrt(2).
+    """
+
+    p: Fraction
+    alpha: Fraction
+    B: Fraction | None
+    C: Fraction | None
+
+
 PARAMS = ParamSchema(
     norm_param("the norm of the margin (instances in the p-norm, w in the dual q-norm); "
                "p = 2 ln n approximates the max-norm margin"),
@@ -69,6 +88,7 @@ PARAMS = ParamSchema(
                       check=lambda v: v > 0, requirement="> 0 or none"),
     OptionalRational("C", "rational", None, "eta_k = C/(sqrt(p-1) sqrt(k)); none: sqrt(2)",
                       check=lambda v: v > 0, requirement="> 0 or none"),
+    dataclass_type=AlmaParams,
 )
 
 #: The carried state error beyond which the state counts as lost (relative to ||th||_2).
@@ -131,8 +151,8 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(dict(p=p, alpha=alpha, B=B, C=C))
-    if par["p"] != 2 and not kern.is_linear:
+    par = PARAMS.read(dict(p=p, alpha=alpha, B=B, C=C))
+    if par.p != 2 and not kern.is_linear:
         raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
     ctx = number_context()
     run = (PrimalState if kern.is_linear else DualState)(rows, labels, par, ctx, kern)
@@ -156,7 +176,7 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
         if record.decide(t, margin <= thr or tie_thr):
             record.updates.append(t)
             run.update(j, score)
-    trace = record.trace("alma", kern, par, run.final())
+    trace = record.trace("alma", kern, PARAMS.as_dict(par), run.final())
     trace.final_bounds = run.bounds()
     return trace
 
@@ -164,12 +184,12 @@ def alma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2,
 class RunState:
     """What both state forms share: k, the parameters in mpmath, the error bookkeeping."""
 
-    def __init__(self, rows: list[list[Fraction]], labels: list[int], par: dict[str, Any],
+    def __init__(self, rows: list[list[Fraction]], labels: list[int], par: AlmaParams,
                  ctx: Any, kern: Any):
         self.rows, self.labels, self.ctx, self.kern = rows, labels, ctx, kern
-        self.p, self.alpha = par["p"], par["alpha"]
-        self.B = to_mpf(1 / self.alpha if par["B"] is None else par["B"], ctx)
-        self.C = ctx.sqrt(2) if par["C"] is None else to_mpf(par["C"], ctx)
+        self.p, self.alpha = par.p, par.alpha
+        self.B = to_mpf(1 / self.alpha if par.B is None else par.B, ctx)
+        self.C = ctx.sqrt(2) if par.C is None else to_mpf(par.C, ctx)
         self.n = len(rows[0])
         self.k = 1
         self.lost = False

@@ -53,6 +53,7 @@ its trial and every later trial (the states may part ways there), and then
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -75,6 +76,26 @@ from .higher_order_engines import Dual, IntDual, PNorm, Primal, as_exact
 
 RHO_RULES = ("c/k", "theorem1", "constant")
 
+
+@dataclass(frozen=True)
+class HigherOrderParams:
+    """HO_p(c)'s parameters (Brotto, Gentile & Vitale), read and checked by ``PARAMS`` (and
+    :func:`resolve_params`, which checks c's range against rho).
+
+    ``p``: the norm parameter p >= 2 (section 2 item 3; p = 2 is Figure 1); ``c``: the
+    constant c of rho, in [0, 1) for rho = c/k and rho = constant, in (0, 1] for
+    rho = theorem1 (default 2/5, the paper's Figure 2); ``rho``: the rule of rho_k, one of
+    ``RHO_RULES``: c/k (k the 1-based mistake index), theorem1 ((1-c)/(1+|v_{k-1}.x_t|)) or
+    constant (c); ``sparse``: the sparse variant (section 4), rho_k = 0 when
+    y_t v_{k-1}.x_t < 0.
+    """
+
+    p: Fraction
+    c: Fraction
+    rho: str
+    sparse: bool
+
+
 PARAMS = ParamSchema(
     norm_param("norm parameter p >= 2 (section 2 item 3); p = 2 is Figure 1"),
     Param("c", "rational", Fraction(2, 5), "the constant c of rho: in [0, 1) for rho=c/k and "
@@ -84,25 +105,26 @@ PARAMS = ParamSchema(
           "((1-c)/(1+|v_{k-1}.x_t|)) or constant (c)", choices=RHO_RULES),
     Param("sparse", "bool", False, "the sparse variant (section 4): rho_k = 0 when "
           "y_t v_{k-1}.x_t < 0"),
+    dataclass_type=HigherOrderParams,
 )
 
-def resolve_params(given: dict[str, Any]) -> dict[str, Any]:
-    """PARAMS.resolve plus the range of c that depends on rho."""
-    params = PARAMS.resolve(given)
-    c = params["c"]
-    if params["rho"] == "theorem1" and not 0 < c <= 1:
+def resolve_params(given: dict[str, Any]) -> HigherOrderParams:
+    """``PARAMS.read`` plus the range of c that depends on rho."""
+    par = PARAMS.read(given)
+    c = par.c
+    if par.rho == "theorem1" and not 0 < c <= 1:
         raise ParamError(f"parameter c must be in (0, 1] for rho=theorem1, got {c}")
-    if params["rho"] != "theorem1" and not 0 <= c < 1:
-        raise ParamError(f"parameter c must be in [0, 1) for rho={params['rho']}, got {c}")
-    return params
+    if par.rho != "theorem1" and not 0 <= c < 1:
+        raise ParamError(f"parameter c must be in [0, 1) for rho={par.rho}, got {c}")
+    return par
 
 
-def rho_rule(params: dict[str, Any], k: int, s: Any) -> Any:
+def rho_rule(par: HigherOrderParams, k: int, s: Any) -> Any:
     """rho_k on the k-th mistake (k >= 1), s = v_{k-1}.x_t (before the sparse rule)."""
-    c = params["c"]
-    if params["rho"] == "c/k":
+    c = par.c
+    if par.rho == "c/k":
         return c / k
-    if params["rho"] == "constant":
+    if par.rho == "constant":
         return c
     return (1 - c) / (1 + abs(s))
 
@@ -128,12 +150,12 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    params = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
-    trace = run_loop(rows, labels, epochs, kern, params, record_scores=True)
-    if trace.fragile and not params["sparse"]:  # SPEC.md 12.5
+    par = resolve_params(dict(p=p, c=c, rho=rho, sparse=sparse))
+    trace = run_loop(rows, labels, epochs, kern, par, record_scores=True)
+    if trace.fragile and not par.sparse:  # SPEC.md 12.5
         T = len(rows)
         assert trace.scores is not None     # run_loop recorded them (record_scores=True)
-        errors = shadow_errors(shadows, X, y, epochs, kern.spec, params, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kern.spec, PARAMS.as_dict(par), trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(trace.scores)],
                                 [[0]] * len(trace.scores))
@@ -143,9 +165,9 @@ def higher_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: 
 
 
 def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-             params: dict[str, Any], *, record_scores: bool = False,
+             par: HigherOrderParams, *, record_scores: bool = False,
              engine: type | None = None,
-             rule: Callable[[dict[str, Any], int, Any], Any] = rho_rule,
+             rule: Callable[[HigherOrderParams, int, Any], Any] = rho_rule,
              observe: Callable[[dict[str, Any]], None] | None = None,
              is_mistake: Callable[[Any], bool] = lambda margin: margin <= 0,
              sparse_skips: Callable[[int, Any], bool] = lambda label, s: label * s < 0,
@@ -155,7 +177,7 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
     the tests and the planted wrong implementations use it, as they use ``rule`` (rho_k),
     ``is_mistake`` (of the margin y score) and ``sparse_skips`` (of y and s).  The float64
     error model is ``ErrorModel``'s."""
-    p, sparse = params["p"], params["sparse"]
+    p, sparse = par.p, par.sparse
     state = (engine or default_engine(kern, p))(rows, kern, p)
     T = len(rows)
     errors = ErrorModel(kern, rows, epochs * T, p)
@@ -174,14 +196,14 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
         k = len(record.mistakes)
         s, s_magnitude = state.perceptron_score(j)  # v_{k-1}.x_t
         s_err = errors.mistake(s_magnitude)
-        rho_k = rule(params, k, s)
+        rho_k = rule(par, k, s)
         if sparse and rho_k:
             if errors.branches(t, s, s_err):
                 record.flag(t)
             if sparse_skips(label, s):
                 rho_k = Fraction(0)  # B left alone; v still updated
         if rho_k:
-            errors.factor_applied(params, s_err)
+            errors.factor_applied(par, s_err)
         state.update(j, label, rho_k)  # v_k = v_{k-1} + y_t x_t, B_k (Figure 1)
         rhos.append(rho_k)
         if observe is not None:
@@ -190,7 +212,8 @@ def run_loop(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: K
 
     final = state.final()
     final["rho"] = rhos
-    return record.trace(algorithm, kern, params, final, updates=list(record.mistakes))
+    return record.trace(algorithm, kern, PARAMS.as_dict(par), final,
+                        updates=list(record.mistakes))
 
 
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:

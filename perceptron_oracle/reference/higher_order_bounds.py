@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from ..kernels import Kernel, parse_kernel
 from ..numbers import number_context
@@ -32,17 +32,36 @@ from ..trace import Trace
 from .common import Gram, exact_data
 from .pnorm_perceptron import pnorm_magnitude
 
+
+class RhoRuleParams(Protocol):
+    """What the error model reads of ``higher_order.HigherOrderParams`` (which this module
+    cannot import: ``higher_order`` imports it): the norm p, c, the rule of rho_k and the
+    sparse variant."""
+
+    @property
+    def p(self) -> Fraction: ...
+
+    @property
+    def c(self) -> Fraction: ...
+
+    @property
+    def rho(self) -> str: ...
+
+    @property
+    def sparse(self) -> bool: ...
+
+
 # -- the fragile rule along a run -------------------------------------------------------------
 
-def rho_roundings(params: dict[str, Any], s_error: float) -> int:
+def rho_roundings(par: RhoRuleParams, s_error: float) -> int:
     """e: how many unit roundoffs the float64 value of rho may be off, relatively (SPEC.md,
     the higher_order chapter, "Fragile trials and final-state bounds"): c/k 3 (c, the
     division, slack), constant 1, theorem1 3 + u c/(1-c) + err(s) / u."""
-    if params["rho"] == "c/k":
+    if par.rho == "c/k":
         return 3
-    if params["rho"] == "constant":
+    if par.rho == "constant":
         return 1
-    c = float(params["c"])
+    c = float(par.c)
     extra = c / (1 - c) if c < 1 else 0.0
     return 4 + math.ceil(extra + s_error / UNIT_ROUNDOFF)
 
@@ -103,10 +122,10 @@ class ErrorModel:
             return True
         return False
 
-    def factor_applied(self, params: dict[str, Any], s_err: float) -> None:
+    def factor_applied(self, par: RhoRuleParams, s_err: float) -> None:
         """A factor with rho != 0: B leaves I, and rho's roundings e join m."""
         self.identity = False
-        self.rho_errors += rho_roundings(params, s_err)
+        self.rho_errors += rho_roundings(par, s_err)
 
 
 def _identity_is_exact(kern: Kernel, rows: list[list[Fraction]], max_updates: int) -> bool:
@@ -118,9 +137,9 @@ def _identity_is_exact(kern: Kernel, rows: list[list[Fraction]], max_updates: in
 
 # -- final-state bounds -----------------------------------------------------------------------
 
-def state_bounds(trace: Trace, X: Any, params: dict[str, Any]) -> dict[str, Any]:
+def state_bounds(trace: Trace, X: Any, par: RhoRuleParams) -> dict[str, Any]:
     """How far a float64 form's ``final`` may lie from the exact one (SPEC.md, the
-    higher_order chapter, "Fragile trials and final-state bounds"); ``params``: the trace's,
+    higher_order chapter, "Fragile trials and final-state bounds"); ``par``: the trace's,
     resolved.
 
     The same absolute-value recursions as the fragile rule, rebuilt from the trace (the
@@ -134,7 +153,7 @@ def state_bounds(trace: Trace, X: Any, params: dict[str, Any]) -> dict[str, Any]
     dense = X.toarray() if hasattr(X, "toarray") else X
     rows = [list(r) for r in (dense.tolist() if hasattr(dense, "tolist") else dense)]
     T, n = len(rows), len(rows[0])
-    p = params["p"]
+    p = par.p
     kern = parse_kernel(trace.kernel)
     mistakes = [t % T for t in trace.mistakes]
     K = len(mistakes)
@@ -142,10 +161,10 @@ def state_bounds(trace: Trace, X: Any, params: dict[str, Any]) -> dict[str, Any]
     rhos = final["rho"]
     abs_rows = [[abs(float(v)) for v in row] for row in rows]
 
-    rho_e, gram = _rho_roundings_along(rows, mistakes, kern, params)
+    rho_e, gram = _rho_roundings_along(rows, mistakes, kern, par)
     total_e = sum(e for e, r in zip(rho_e, rhos) if r)
     ops = operations(K, n, kern.depth, total_e) + T
-    if params["sparse"] and set(trace.fragile or ()) & set(trace.mistakes):
+    if par.sparse and set(trace.fragile or ()) & set(trace.mistakes):
         return {f"final.{key}": ([ANY_STATE] * len(val) if isinstance(val, list) else
                                  ANY_STATE) for key, val in final.items()}
     out: dict[str, Any] = {
@@ -177,10 +196,10 @@ def _bound(ops: int, magnitude: float, exact: Any) -> float:
 
 
 def _rho_roundings_along(rows: list[list[Any]], mistakes: list[int], kern: Kernel,
-                         params: dict[str, Any]) -> tuple[list[int], Gram | None]:
+                         par: RhoRuleParams) -> tuple[list[int], Gram | None]:
     """e_k of each mistake's rho, with the s_err the run used (an upper bound without the
     labels), and the Gram matrix the bounds read (theorem1 or a kernel; else None)."""
-    n, rule = len(rows[0]), params["rho"]
+    n, rule = len(rows[0]), par.rho
     exact_rows = None
     if rule == "theorem1":
         exact_rows, _ = exact_data(rows, [1] * len(rows))
@@ -193,7 +212,7 @@ def _rho_roundings_along(rows: list[list[Any]], mistakes: list[int], kern: Kerne
             s_err = score_error_bound(k + (n + 8) * kern.depth, magnitude_float(mag))
         else:
             s_err = 0.0
-        rho_e.append(rho_roundings(params, s_err))
+        rho_e.append(rho_roundings(par, s_err))
     return rho_e, gram
 
 

@@ -23,6 +23,7 @@ sign(h_k(x))), Figure 2's "for i <- 1 to k", which leaves out the initial h_0;
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -40,6 +41,28 @@ from ..rounding import (
 from ..trace import Trace
 from .common import Gram, TrialRecord, check_epochs, exact_data
 
+
+@dataclass(frozen=True)
+class PerceptronParams:
+    """The general Perceptron's parameters (Khardon & Wachman), read and checked by
+    ``PARAMS``.
+
+    ``eta``: the learning rate eta > 0 (Figure 1); ``b0``: the initial bias
+    b_0 = -theta_init (Figure 1); ``C``: the threshold step, an update adds eta y C to b
+    (Figure 1); ``tau``: the margin tau >= 0, update iff y score <= tau (section 2.4);
+    ``lam``: the lambda-trick lam >= 0, y lam k(x, x) added to the score of an example that
+    has caused an update (section 2.2, eq. 1); ``alpha_bound``: the alpha-bound, an example
+    causes at most this many updates (section 2.3), None for no bound.
+    """
+
+    eta: Fraction
+    b0: Fraction
+    C: Fraction
+    tau: Fraction
+    lam: Fraction
+    alpha_bound: int | None
+
+
 PARAMS = ParamSchema(
     Param("eta", "rational", Fraction(1), "learning rate eta (Figure 1)",
           check=lambda v: v > 0, requirement="> 0"),
@@ -52,6 +75,7 @@ PARAMS = ParamSchema(
           check=lambda v: v >= 0, requirement=">= 0"),
     Param("alpha_bound", "count", None, "alpha-bound: an example causes at most this many "
           "updates (section 2.3); none for no bound"),
+    dataclass_type=PerceptronParams,
 )
 
 PREDICTION_MODES = ("last", "longest_survivor", "voted", "averaged")
@@ -69,12 +93,11 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
-    eta, b0, C, tau, lam, bound = (p["eta"], p["b0"], p["C"], p["tau"], p["lam"],
-                                   p["alpha_bound"])
+    par = PARAMS.read(dict(eta=eta, b0=b0, C=C, tau=tau, lam=lam, alpha_bound=alpha_bound))
+    eta, b0, C, tau, lam, bound = par.eta, par.b0, par.C, par.tau, par.lam, par.alpha_bound
     T = len(rows)
     gram = Gram(kern, rows)
-    exact_floats = _float64_is_exact(kern, rows, p, epochs * T)
+    exact_floats = _float64_is_exact(kern, rows, par, epochs * T)
 
     alpha = [0] * T          # alpha_j: updates caused by example j (section 2.1)
     support: list[int] = []  # examples with alpha_j > 0, in order of their first update
@@ -90,7 +113,7 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
                  + lam_term)
         margin = label * score
         record.score(score)
-        if not exact_floats and _is_fragile(margin, p, gram, alpha, support, j,
+        if not exact_floats and _is_fragile(margin, par, gram, alpha, support, j,
                                             len(record.updates), lam_used=bool(lam_term)):
             record.fragile.append(t)
         if margin <= 0:
@@ -107,22 +130,22 @@ def perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         # else: blocked by the alpha-bound, neither an update nor a vote (Figure 2)
 
     votes.retire(alpha)  # h_K, in force at the end, with its vote c_K
-    final = _final_state(alpha, votes, p, kern, rows, labels)
-    return record.trace("perceptron", kern, p, final)
+    final = _final_state(alpha, votes, par, kern, rows, labels)
+    return record.trace("perceptron", kern, PARAMS.as_dict(par), final)
 
 
-def _is_fragile(margin: Any, p: dict[str, Any], gram: Gram, alpha: list[int],
+def _is_fragile(margin: Any, par: PerceptronParams, gram: Gram, alpha: list[int],
                 support: list[int], j: int, K: int, *, lam_used: bool) -> bool:
     """Whether float64 may decide y score <= 0 or y score <= tau the other way, after K
     updates: the margin within the score's rounding bound (rounding.py: (n + 8) depth + K + 8
     roundings of terms of total magnitude |b0| + |eta C| K + eta sum_i alpha_i |k(x_i, x_j)|
     (+ lam |k(x_j, x_j)| with the lambda term) of 0, or within that bound plus tau's own
     rounding of tau."""
-    eta, tau = p["eta"], p["tau"]
-    magnitude = (abs(p["b0"]) + abs(eta * p["C"]) * K
+    eta, tau = par.eta, par.tau
+    magnitude = (abs(par.b0) + abs(eta * par.C) * K
                  + product_magnitude(eta, sum(alpha[i] * gram.magnitude(i, j)
                                               for i in support))
-                 + (product_magnitude(p["lam"], gram.magnitude(j, j)) if lam_used else 0))
+                 + (product_magnitude(par.lam, gram.magnitude(j, j)) if lam_used else 0))
     ops = (len(gram.rows[0]) + 8) * gram.kernel.depth + K + 8
     err = score_error_bound(ops, magnitude_float(magnitude))
     tau_err = err + score_error_bound(1, float(tau))  # tau is rounded once, too
@@ -156,14 +179,14 @@ class _Votes:
         self.votes.append(0)
 
 
-def _final_state(alpha: list[int], votes: _Votes, p: dict[str, Any], kern: Kernel,
+def _final_state(alpha: list[int], votes: _Votes, par: PerceptronParams, kern: Kernel,
                  rows: list[list[Fraction]], labels: list[int]) -> dict[str, Any]:
     """``final``: h_K, the votes, the longest survivor and the averaged hypothesis."""
     def hypothesis(coefs: list[int], weight: int = 1) -> dict[str, Any]:
         """The state with dual coefficients ``coefs`` (and ``weight`` copies of b0)."""
-        eta = p["eta"]
+        eta = par.eta
         state: dict[str, Any] = {
-            "b": weight * p["b0"] + eta * p["C"] * sum(a * l for a, l in zip(coefs, labels)),
+            "b": weight * par.b0 + eta * par.C * sum(a * l for a, l in zip(coefs, labels)),
             "alpha": list(coefs),
         }
         if kern.is_linear:
@@ -180,7 +203,7 @@ def _final_state(alpha: list[int], votes: _Votes, p: dict[str, Any], kern: Kerne
     return final
 
 
-def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any],
+def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], par: PerceptronParams,
                       max_updates: int) -> bool:
     """True iff float64 arithmetic computes every score of this run exactly (rounding.py).
 
@@ -191,7 +214,8 @@ def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any
     if not kern.is_rational:
         return False
     e_x = max_dyadic_exponent(v for row in rows for v in row)
-    exponents = {name: max_dyadic_exponent([p[name]]) for name in ("eta", "b0", "C", "tau", "lam")}
+    values = {"eta": par.eta, "b0": par.b0, "C": par.C, "tau": par.tau, "lam": par.lam}
+    exponents = {name: max_dyadic_exponent([v]) for name, v in values.items()}
     e_kernel = kern.value_exponent(e_x)  # every kernel value on the grid 2^-e_kernel
     if e_x is None or e_kernel is None or any(v is None for v in exponents.values()):
         return False
@@ -203,10 +227,10 @@ def _float64_is_exact(kern: Kernel, rows: list[list[Fraction]], p: dict[str, Any
     if k_max is None:
         return False
     x_max = max(abs(float(v)) for row in rows for v in row)
-    eta, C = float(p["eta"]), float(p["C"])
-    magnitude = (abs(float(p["b0"])) + abs(eta * C) * max_updates
-                 + eta * max_updates * (k_max + x_max) + float(p["lam"]) * k_max
-                 + float(p["tau"]))
+    eta, C = float(par.eta), float(par.C)
+    magnitude = (abs(float(par.b0)) + abs(eta * C) * max_updates
+                 + eta * max_updates * (k_max + x_max) + float(par.lam) * k_max
+                 + float(par.tau))
     return exact_in_float64(exponent, magnitude)
 
 
@@ -220,8 +244,8 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     """
     rows = [[abs(float(v)) for v in row] for row in (X.toarray() if hasattr(X, "toarray")
                                                      else X).tolist()]
-    p = PARAMS.resolve(trace.params)
-    eta, b0, C = float(p["eta"]), abs(float(p["b0"])), abs(float(p["C"]))
+    par = PARAMS.read(trace.params)
+    eta, b0, C = float(par.eta), abs(float(par.b0)), abs(float(par.C))
     ops = len(rows) + len(trace.updates) + 8
     def bound(magnitude: float, exact: Any) -> float:
         # a magnitude that underflowed to 0 while the exact value is not: the smallest one
@@ -258,8 +282,8 @@ def predict(trace: Trace, X_train: Any, y_train: Any, X: Any,
     new_rows, _ = exact_data(X, [1] * len(X.tolist() if hasattr(X, "tolist") else X))
     kern = parse_kernel(trace.kernel)
     ctx = None if kern.is_rational else number_context()
-    p = PARAMS.resolve({k: v for k, v in trace.params.items()})
-    eta, b0, C = p["eta"], p["b0"], p["C"]
+    par = PARAMS.read(dict(trace.params))
+    eta, b0, C = par.eta, par.b0, par.C
     order = [t % len(rows) for t in trace.updates]  # the example behind each update
     votes = [int(v) for v in trace.final["votes"]]  # Python ints, from lists or arrays
     out = []

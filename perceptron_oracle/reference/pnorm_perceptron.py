@@ -25,6 +25,7 @@ else mpf values written exactly).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -46,9 +47,22 @@ from ..rounding import (
 from ..trace import Trace
 from .common import TrialRecord, check_epochs, exact_data, norm_param
 
+
+@dataclass(frozen=True)
+class PnormPerceptronParams:
+    """The p-norm Perceptron's parameter, read and checked by ``PARAMS``.
+
+    ``p``: the norm parameter, p >= 2: w = g(v), g the gradient of ||.||_p^2 / 2 (section 2
+    item 3); p = 2 is the Perceptron.
+    """
+
+    p: Fraction
+
+
 PARAMS = ParamSchema(
     norm_param("norm parameter: w = g(v), g the gradient of ||.||_p^2 / 2 (section 2 "
                "item 3); p = 2 is the Perceptron"),
+    dataclass_type=PnormPerceptronParams,
 )
 
 #: mpmath's own error allowance: a computed numerator within this many of its rounding
@@ -107,8 +121,8 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     kern = parse_kernel(kernel)
     if not kern.is_linear:
         raise ParamError("pnorm_perceptron takes the linear kernel only")
-    params = PARAMS.resolve(dict(p=p))
-    p = params["p"]
+    par = PARAMS.read(dict(p=p))
+    p = par.p
     ctx = number_context()
     T, n = len(rows), len(rows[0])
     abs_rows = [[abs(float(v)) for v in row] for row in rows]
@@ -141,7 +155,8 @@ def pnorm_perceptron(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
             norm = normaliser(v, p, ctx)
 
     final = {"w": link_inverse(v, p, ctx, rational=True), "v": v}
-    return record.trace("pnorm_perceptron", kern, params, final, updates=list(record.mistakes))
+    return record.trace("pnorm_perceptron", kern, PARAMS.as_dict(par), final,
+                        updates=list(record.mistakes))
 
 
 def _perceptron_is_exact(rows: list[list[Fraction]], max_updates: int) -> bool:
@@ -162,7 +177,7 @@ def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
     rows = [[abs(float(v)) for v in row] for row in (rows.tolist() if hasattr(rows, "tolist")
                                                      else rows)]
     T, n = len(rows), len(rows[0])
-    p = PARAMS.resolve(trace.params)["p"]
+    p = PARAMS.read(trace.params).p
     K = len(trace.mistakes)
     v_abs = [0.0] * n
     for t in trace.mistakes:

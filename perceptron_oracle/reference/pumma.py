@@ -83,6 +83,7 @@ per update.  The state holders (problem (3) and the bias (20)) are in
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -105,7 +106,27 @@ from .pumma_errors import PummaErrors, final_error_bounds
 from .pumma_newton import NEWTON_TOLERANCE
 from .pumma_states import State2, StateP
 
-__all__ = ["NEWTON_TOLERANCE", "PARAMS", "final_error_bounds", "history", "pumma"]
+__all__ = ["NEWTON_TOLERANCE", "PARAMS", "PummaParams", "final_error_bounds", "history",
+           "pumma"]
+
+
+@dataclass(frozen=True)
+class PummaParams:
+    """PUMMA_p(delta)'s parameters (Ishibashi, Hatano & Takeda), read and checked by
+    ``PARAMS``.
+
+    ``p``: the margin's norm p >= 2 (q = p/(p-1) for w); ``delta``: the approximation
+    factor, 0 <= delta < 1: update iff y score < 1 - delta (``maximum_margin.DELTA``);
+    ``C``: the 2-norm soft margin constant C > 0 (section 4.2), None for the hard margin;
+    ``numbers``: the reference's arithmetic, auto, fraction, mpmath or mpmath:BITS
+    (``maximum_margin.NUMBERS``; the fast forms ignore it).
+    """
+
+    p: Fraction
+    delta: Fraction
+    C: Fraction | None
+    numbers: str
+
 
 PARAMS = ParamSchema(
     norm_param("the margin's norm p (q = p/(p-1) for w)"),
@@ -113,6 +134,7 @@ PARAMS = ParamSchema(
     OptionalRational("C", "rational", None, "2-norm soft margin constant (section 4.2); "
                       "none: hard margin", check=lambda v: v > 0, requirement="> 0 or none"),
     NUMBERS,
+    dataclass_type=PummaParams,
 )
 
 
@@ -126,12 +148,12 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(dict(p=p, delta=delta, C=C, numbers=numbers))
-    two = par["p"] == 2
+    par = PARAMS.read(dict(p=p, delta=delta, C=C, numbers=numbers))
+    two = par.p == 2
     if not two and not kern.is_linear:
         raise ParamError("parameter p > 2 needs the linear kernel (kernels work for p = 2)")
     rational = two and kern.is_rational
-    if par["numbers"] == "fraction" and not rational:
+    if par.numbers == "fraction" and not rational:
         raise ParamError("parameter numbers=fraction needs p = 2 and a rational kernel")
 
     shadow = ShadowNotes()
@@ -140,16 +162,18 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
         shadow.clear()
         return _run(rows, labels, epochs, kern, par, num, True, shadow=shadow)
 
-    trace = run_modes(par["numbers"], rational, epochs * len(rows), run)
-    if two and par["C"] is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
-        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
-                                           shadow.singular, shadow.thresholds)
+    trace = run_modes(par.numbers, rational, epochs * len(rows), run)
+    if two and par.C is None:  # SPEC.md 14.5: shadow runs for the hard margin, p = 2
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec,
+                                           PARAMS.as_dict(par), trace, shadow.singular,
+                                           shadow.thresholds)
     elif two:   # the soft margin: the update test's left side y score + xi_j, measured
         tested = shadow.tested
-        threshold = 1 - par["delta"]
+        threshold = 1 - par.delta
         thresholds = [[0] if v is None else [0, threshold] for v in tested]
-        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, par, trace,
-                                           shadow.singular, thresholds, tested)
+        trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec,
+                                           PARAMS.as_dict(par), trace, shadow.singular,
+                                           thresholds, tested)
     if not record_scores:
         trace.scores = None
     return trace
@@ -178,17 +202,17 @@ def pumma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", p: Any = 2
 
 
 def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-         par: dict[str, Any], num: Numbers, record_scores: bool,
+         par: PummaParams, num: Numbers, record_scores: bool,
          observer: Any = None, shadow: ShadowNotes | None = None) -> tuple[Trace, float]:
     """The trial loop (module docstring): start-up (``start_up``), then the score, the
     mistake test, the update test and problem (3) with the bias (20).  The state is
     ``State2`` (p = 2) or ``StateP``; ``PummaErrors`` is the float64 error model along
     the run; ``shadow`` receives what ``sharpen_by_shadows`` needs.  Returns the trace
     and the reference's own largest relative error (``run_modes``)."""
-    two = par["p"] == 2
-    st: Any = (State2(Gram(kern, rows), num, par["C"], len(rows)) if two
-               else StateP(rows, num, par["p"], par["C"]))
-    threshold = num(1 - par["delta"])
+    two = par.p == 2
+    st: Any = (State2(Gram(kern, rows), num, par.C, len(rows)) if two
+               else StateP(rows, num, par.p, par.C))
+    threshold = num(1 - par.delta)
     errors = PummaErrors(rows, kern, num, par, threshold)
     record = TrialRecord(labels, epochs, record_scores)
     shadow = ShadowNotes() if shadow is None else shadow
@@ -229,9 +253,9 @@ def _run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kerne
     for key, index in (("pos", pair.pos), ("neg", pair.neg)):
         if index is not None:  # a one-class run has no pos or no neg: the key is left out
             final[key] = index
-    if par["C"] is not None:
+    if par.C is not None:
         final["xi"] = st.slacks(labels)
-    trace = record.trace("pumma", kern, dict(par, numbers=num.label), final)
+    trace = record.trace("pumma", kern, dict(PARAMS.as_dict(par), numbers=num.label), final)
     remember_bounds(trace, errors.final_bounds(final, st), errors.model.lost)
     return trace, errors.model.worst_ref
 
@@ -319,15 +343,15 @@ def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     is also given), b, pos, neg, xi (0 without soft margin), case_ii."""
     rows, labels = exact_data(X, y)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(params)
+    par = PARAMS.read(params)
     states: list[dict[str, Any]] = []
-    rational = par["p"] == 2 and kern.is_rational
+    rational = par.p == 2 and kern.is_rational
 
     def run(num: Numbers) -> tuple[Trace, float]:
         states.clear()
         return _run(rows, labels, check_epochs(epochs), kern, par, num, True, states.append)
 
-    return run_modes(par["numbers"], rational, epochs * len(rows), run), states
+    return run_modes(par.numbers, rational, epochs * len(rows), run), states
 
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,6 +29,17 @@ from .alma import plus_ball
 from .maximum_margin import Numbers
 from .maximum_margin_errors import FALLBACK_RHO, ErrorModel, bound, clamped_float, dual_bounds
 from .pumma_newton import NEWTON_TOLERANCE
+
+
+class MarginErrorParams(Protocol):
+    """What the error model reads of ``pumma.PummaParams`` (which this module cannot import:
+    ``pumma`` imports it): the norm p and the soft margin's C (None: hard margin)."""
+
+    @property
+    def p(self) -> Fraction: ...
+
+    @property
+    def C(self) -> Fraction | None: ...
 
 
 def hoelder_share(p: Any) -> float:
@@ -183,9 +194,9 @@ class PummaErrors:
     score."""
 
     def __init__(self, rows: list[list[Fraction]], kern: Kernel, num: Numbers,
-                 par: dict[str, Any], threshold: Any):
+                 par: MarginErrorParams, threshold: Any):
         self.rows, self.kern, self.par = rows, kern, par
-        self.two = par["p"] == 2
+        self.two = par.p == 2
         self.model = ErrorModel(ref_unit=num.unit)
         self.threshold_error = score_error_bound(1, float(threshold))
         self.newton = 0.0 if self.two else NEWTON_TOLERANCE
@@ -197,9 +208,9 @@ class PummaErrors:
         self.b_slack = 0.0          # b's share of the boundary slack
         self.row_sums = [math.fsum(abs(float(v)) for v in row) for row in rows]  # sum |x_jd|
         self.max_row_sum = max(self.row_sums)
-        self.hoelder = 0.0 if self.two else hoelder_share(par["p"])
+        self.hoelder = 0.0 if self.two else hoelder_share(par.p)
         self.theta = None if self.two else ThetaError(
-            len(rows[0]), float(par["p"]), None if par["C"] is None else float(par["C"]))
+            len(rows[0]), float(par.p), None if par.C is None else float(par.C))
 
     def operations(self, st: Any) -> int:
         """The roundings of a float64 score w.x_j + b."""
@@ -288,7 +299,7 @@ def norm2(values: list[float]) -> float:
 
 
 def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
-                  rows: list[list[Fraction]], kern: Kernel, par: dict[str, Any],
+                  rows: list[list[Fraction]], kern: Kernel, par: MarginErrorParams,
                   b_magnitude: float, primal: Any, slack: list[float] | None,
                   b_slack: float) -> dict[str, Any]:
     T = len(rows)
@@ -300,20 +311,22 @@ def _final_bounds(rho: float, final: dict[str, Any], primal_size: list[float],
         # (a Newton residual moves every coordinate by ~ rho ||w~||, also one that is 0)
         parts = [float(v) for v in final["w"]]
         if "xi" in final:
-            root_c = math.sqrt(float(par["C"]))
+            assert par.C is not None  # xi is the soft margin's
+            root_c = math.sqrt(float(par.C))
             parts += [root_c * float(v) for v in final["xi"]]
         scale = norm2(parts)
         # Two Newton runs that both stop at a residual <= NEWTON_TOLERANCE may still differ
         # by more than the residual where the optimum is sparse: the map phi -> w is only
         # Hoelder continuous there, of order q - 1 = 1/(p - 1).  A stated rule (SPEC.md),
         # with a factor 32 on the tolerance.
-        hoelder = scale * hoelder_share(par["p"])
+        hoelder = scale * hoelder_share(par.p)
         out["final.w"] = [min(ANY_STATE, bound(rho, abs(float(v)) + scale, 8, v) + hoelder)
                           for v in final["w"]]
         b_slack += hoelder * max(math.fsum(abs(float(v)) for v in r) for r in rows)
     out["final.b"] = min(ANY_STATE, bound(rho, b_magnitude, T + 16, final["b"]) + b_slack)
     if "xi" in final and primal is None:
-        invC = 1 / float(par["C"])
+        assert par.C is not None  # xi is the soft margin's
+        invC = 1 / float(par.C)
         out["final.xi"] = [bound(rho, primal_size[i] * invC if slack else abs(float(v)), 4, v)
                            + 2 * (slack[i] * invC if slack else 0.0)
                            for i, v in enumerate(final["xi"])]

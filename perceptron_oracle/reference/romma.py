@@ -50,6 +50,7 @@ sharpened by shadow runs (``sharpen_by_shadows``, SPEC.md 14.5).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -82,7 +83,21 @@ from .maximum_margin_errors import (
     remember_bounds,
 )
 
-PARAMS = ParamSchema(DELTA, NUMBERS)
+
+@dataclass(frozen=True)
+class RommaParams:
+    """ROMMA(delta)'s parameters (Li & Long), read and checked by ``PARAMS``.
+
+    ``delta``: the approximation factor, 0 <= delta < 1: update iff y score < 1 - delta
+    (section 3; Theorem 3); ``numbers``: the reference's arithmetic, auto, fraction, mpmath
+    or mpmath:BITS (``maximum_margin.NUMBERS``; the fast forms ignore it).
+    """
+
+    delta: Fraction
+    numbers: str
+
+
+PARAMS = ParamSchema(DELTA, NUMBERS, dataclass_type=RommaParams)
 
 
 def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any = 0,
@@ -95,25 +110,25 @@ def romma(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", delta: Any
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = PARAMS.resolve(dict(delta=delta, numbers=numbers))
-    if p["numbers"] == "fraction" and not kern.is_rational:
+    par = PARAMS.read(dict(delta=delta, numbers=numbers))
+    if par.numbers == "fraction" and not kern.is_rational:
         raise ParamError(f"parameter numbers=fraction needs a rational kernel (not {kern.name})")
     shadow = ShadowNotes()
 
     def run(num: Numbers) -> tuple[Trace, float]:
         shadow.clear()
-        return _romma_run(rows, labels, epochs, kern, p, num, True, shadow=shadow)
+        return _romma_run(rows, labels, epochs, kern, par, num, True, shadow=shadow)
 
-    trace = run_modes(p["numbers"], kern.is_rational, epochs * len(rows), run)
-    trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, p, trace,
-                                       shadow.singular, shadow.thresholds)
+    trace = run_modes(par.numbers, kern.is_rational, epochs * len(rows), run)
+    trace.fragile = sharpen_by_shadows(shadows, X, y, epochs, kern.spec, PARAMS.as_dict(par),
+                                       trace, shadow.singular, shadow.thresholds)
     if not record_scores:
         trace.scores = None
     return trace
 
 
 def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern: Kernel,
-               p: dict[str, Any], num: Numbers, record_scores: bool,
+               par: RommaParams, num: Numbers, record_scores: bool,
                observer: Any = None, shadow: ShadowNotes | None = None
                ) -> tuple[Trace, float]:
     """The trial loop (module docstring), with w in dual coordinates (``DualWeights``);
@@ -121,7 +136,7 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
     ``sharpen_by_shadows`` needs.  Returns the trace and the reference's own largest
     relative error (``run_modes``)."""
     w = DualWeights(Rows(Gram(kern, rows), num, len(rows)), num)
-    threshold = num(1 - p["delta"])
+    threshold = num(1 - par.delta)
     errors = RommaErrors(w, rows, kern, num, threshold)
     record = TrialRecord(labels, epochs, record_scores)
     shadow = ShadowNotes() if shadow is None else shadow
@@ -154,7 +169,7 @@ def _romma_run(rows: list[list[Fraction]], labels: list[int], epochs: int, kern:
                     observer({"t": t, "alpha": list(w.alpha), "case_ii": eta != 0,
                               "w": w.primal(rows)})
     final = dual_final(w, rows, kern)
-    trace = record.trace("romma", kern, dict(p, numbers=num.label), final)
+    trace = record.trace("romma", kern, dict(PARAMS.as_dict(par), numbers=num.label), final)
     remember_bounds(trace, dual_bounds(errors.model.rho, w.size, rows, kern.is_linear, final,
                                        w.slack), errors.model.lost)
     return trace, errors.model.worst_ref
@@ -213,7 +228,7 @@ def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
     primal w = sum_j alpha_j x_j, meaningful for the linear kernel), case_ii."""
     rows, labels = exact_data(X, y)
     kern = parse_kernel(kernel)
-    par = PARAMS.resolve(params)
+    par = PARAMS.read(params)
     states: list[dict[str, Any]] = []
 
     def run(num: Numbers) -> tuple[Trace, float]:
@@ -221,7 +236,7 @@ def history(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear",
         return _romma_run(rows, labels, check_epochs(epochs), kern, par, num, True,
                           states.append)
 
-    return run_modes(par["numbers"], kern.is_rational, epochs * len(rows), run), states
+    return run_modes(par.numbers, kern.is_rational, epochs * len(rows), run), states
 
 
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ pseudoinverse keeps a basis of span(X) among the mistakes.  Fractions throughout
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -51,6 +52,25 @@ from .second_order_engines import Dual, IntDual, Pinv, Primal
 
 A_GROWTHS = ("constant", "linear")
 
+
+@dataclass(frozen=True)
+class SecondOrderParams:
+    """The Second-Order Perceptron's parameters (Cesa-Bianchi, Conconi & Gentile), read
+    and checked by ``PARAMS`` (and :func:`resolve_params`, which checks the pseudoinverse's
+    a and a_growth).
+
+    ``a``: the regulariser a > 0 of w_t = (aI + S S^T)^{-1} v (Figure 3.1), a_1 of the
+    adaptive sequence; ``a_growth``: the adaptive parameter a_k (section 3.2), one of
+    ``A_GROWTHS``: constant (a_k = a) or linear (a_k = a k), k = mistakes so far + 1;
+    ``pseudoinverse``: w_t = (S_t S_t^T)^+ v (section 3.3), a and a_growth then at their
+    defaults.
+    """
+
+    a: Fraction
+    a_growth: str
+    pseudoinverse: bool
+
+
 PARAMS = ParamSchema(
     Param("a", "rational", Fraction(1), "regulariser a of w_t = (aI + S S^T)^{-1} v "
           "(Figure 3.1); a_1 of the adaptive sequence", check=lambda v: v > 0,
@@ -59,18 +79,19 @@ PARAMS = ParamSchema(
           "(a_k = a) or linear (a_k = a k), k = mistakes so far + 1", choices=A_GROWTHS),
     Param("pseudoinverse", "bool", False, "w_t = (S_t S_t^T)^+ v (section 3.3); a and "
           "a_growth must then keep their defaults"),
+    dataclass_type=SecondOrderParams,
 )
 
 
 
-def resolve_params(given: dict[str, Any]) -> dict[str, Any]:
-    """PARAMS.resolve, plus: the pseudoinverse form takes no a (a must stay 1, a_growth
+def resolve_params(given: dict[str, Any]) -> SecondOrderParams:
+    """``PARAMS.read``, plus: the pseudoinverse form takes no a (a must stay 1, a_growth
     constant), since w_t = (S S^T)^+ v has no regulariser."""
-    p = PARAMS.resolve(given)
-    if p["pseudoinverse"] and (p["a"] != 1 or p["a_growth"] != "constant"):
+    par = PARAMS.read(given)
+    if par.pseudoinverse and (par.a != 1 or par.a_growth != "constant"):
         raise ParamError("parameters a and a_growth are not used by the pseudoinverse form "
                          "(pseudoinverse=true): leave them at a=1, a_growth=constant")
-    return p
+    return par
 
 
 def final_error_bounds(trace: Trace, X: Any) -> dict[str, Any]:
@@ -95,11 +116,11 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
     rows, labels = exact_data(X, y)
     epochs = check_epochs(epochs)
     kern = parse_kernel(kernel)
-    p = resolve_params(dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse))
+    par = resolve_params(dict(a=a, a_growth=a_growth, pseudoinverse=pseudoinverse))
     T = len(rows)
     gram = Gram(kern, rows)
-    state, one = _state_holder(rows, gram, p)
-    rule = FragileRule(gram, labels, p["pseudoinverse"])
+    state, one = _state_holder(rows, gram, par)
+    rule = FragileRule(gram, labels, par.pseudoinverse)
     record = TrialRecord(labels, epochs)
 
     for t, j, label in record.trials():
@@ -113,11 +134,12 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
             rule.mistake(j, label)
             state.mistake(j, label, q)  # v_k = v_{k-1} + y_t x_t, X_k = S_t
 
-    final = _final_state(state, rows, labels, rule.support, kern, p, one)
-    trace = record.trace("second_order", kern, p, final, updates=list(record.mistakes))
+    final = _final_state(state, rows, labels, rule.support, kern, par, one)
+    trace = record.trace("second_order", kern, PARAMS.as_dict(par), final,
+                         updates=list(record.mistakes))
     scores = trace.scores or []
     if trace.fragile:  # the a-posteriori rule (SPEC.md 13.5): keep what the shadows confirm
-        errors = shadow_errors(shadows, X, y, epochs, kern.spec, p, trace)
+        errors = shadow_errors(shadows, X, y, epochs, kern.spec, PARAMS.as_dict(par), trace)
         trace.fragile = sharpen(trace.fragile, errors,
                                 [labels[t % T] * sc for t, sc in enumerate(scores)],
                                 [[0]] * len(scores))
@@ -127,7 +149,7 @@ def second_order(X: Any, y: Any, *, epochs: int = 1, kernel: Any = "linear", a: 
 
 
 def _state_holder(rows: list[list[Fraction]], gram: Gram,
-                  p: dict[str, Any]) -> tuple[Any, Any]:
+                  par: SecondOrderParams) -> tuple[Any, Any]:
     """The route that holds the state (module docstring) and the number 1 it computes with:
     Fraction(1), or the context's mpf for the Gaussian kernel."""
     kern, ctx = gram.kernel, gram.ctx
@@ -137,22 +159,22 @@ def _state_holder(rows: list[list[Fraction]], gram: Gram,
     else:
         one = ctx.mpf(1)
         conv = lambda q: ctx.mpf(q.numerator) / q.denominator  # noqa: E731
-    if p["pseudoinverse"]:
+    if par.pseudoinverse:
         return Pinv(gram, one, ctx is None), one
     if kern.is_linear:
-        return Primal(rows, p, one), one
+        return Primal(rows, par, one), one
     if kern.is_rational:
-        return IntDual(gram, p), one
-    return Dual(gram, p, one, conv), one
+        return IntDual(gram, par), one
+    return Dual(gram, par, one, conv), one
 
 
 def _final_state(state: Any, rows: list[list[Fraction]], labels: list[int],
-                 support: list[int], kern: Kernel, p: dict[str, Any],
+                 support: list[int], kern: Kernel, par: SecondOrderParams,
                  one: Any) -> dict[str, Any]:
     """``final``: the mistakes' examples (``support``), and w = A_{K+1}^{-1} v_K with v_K
     (linear kernel) or the dual coefficients alpha (other kernels)."""
     final: dict[str, Any] = {"support": list(support)}
-    if kern.is_linear and not p["pseudoinverse"]:
+    if kern.is_linear and not par.pseudoinverse:
         final.update(state.final())
         return final
     alpha = state.alpha()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from ..kernels import Kernel, parse_kernel
 from ..rounding import (
@@ -20,7 +20,16 @@ from ..rounding import (
 )
 from ..trace import Trace
 from .common import Gram, exact_data
-from .second_order_engines import FRAGILE_FACTOR, Pinv, a_k
+from .second_order_engines import FRAGILE_FACTOR, Pinv, RegulariserParams, a_k
+
+
+class SecondOrderBoundParams(RegulariserParams, Protocol):
+    """What the final-state bounds read of ``second_order.SecondOrderParams`` (which this
+    module cannot import: ``second_order`` imports it): a, its growth and the
+    pseudoinverse."""
+
+    @property
+    def pseudoinverse(self) -> bool: ...
 
 
 class FragileRule:
@@ -92,7 +101,7 @@ def pinv_replay(X: Any, support: list[int], kern: Kernel) -> tuple[float, bool]:
     return state.condition(), ambiguous
 
 
-def state_bounds(trace: Trace, X: Any, p: dict[str, Any]) -> dict[str, Any]:
+def state_bounds(trace: Trace, X: Any, par: SecondOrderBoundParams) -> dict[str, Any]:
     """How far a float64 run's final state may lie from the exact one: a stated rule
     (SPEC.md), not a rigorous bound.  With K mistakes, a = a_{K+1}, kappa = (a + tr C) / a
     (||A^{-1}|| <= 1/a) and m = (n + 8) depth + K + 8 operations per value:
@@ -110,13 +119,13 @@ def state_bounds(trace: Trace, X: Any, p: dict[str, Any]) -> dict[str, Any]:
     mags = [kern.magnitude(rows[i], rows[i]) for i in support]
     kmax = max(mags, default=0.0)
     bounds: dict[str, Any] = {}
-    if p["pseudoinverse"]:
+    if par.pseudoinverse:
         kappa, ambiguous = pinv_replay(X, support, kern)
         rel = ANY_STATE if ambiguous else \
             FRAGILE_FACTOR * UNIT_ROUNDOFF * m * (K + 1) * kappa * kappa
         scale = 1.0
     else:
-        a = float(a_k(p, K + 1))
+        a = float(a_k(par, K + 1))
         kappa = (a + sum(mags)) / a
         rel = FRAGILE_FACTOR * UNIT_ROUNDOFF * m * (K + 1) * (kappa + K * kmax / a)
         scale = 1.0 / a
@@ -126,12 +135,12 @@ def state_bounds(trace: Trace, X: Any, p: dict[str, Any]) -> dict[str, Any]:
         bounds["final.v"] = [FRAGILE_FACTOR * UNIT_ROUNDOFF * (K + 8) * vm
                              + (K + 8) * SMALLEST_SUBNORMAL for vm in vmag]
         wb = min(ANY_STATE, rel * scale * vnorm + (K + 8) * SMALLEST_SUBNORMAL)
-        if p["pseudoinverse"]:  # C^+ v has no a-priori scale: relative to the data's
+        if par.pseudoinverse:  # C^+ v has no a-priori scale: relative to the data's
             wb = min(ANY_STATE, rel * vnorm / max(kmax, SMALLEST_SUBNORMAL)
                      + (K + 8) * SMALLEST_SUBNORMAL)
         bounds["final.w"] = [wb] * n
     else:
-        ab = min(ANY_STATE, rel * scale * math.sqrt(K) * (1 if not p["pseudoinverse"]
+        ab = min(ANY_STATE, rel * scale * math.sqrt(K) * (1 if not par.pseudoinverse
                                                           else 1 / max(kmax, SMALLEST_SUBNORMAL))
                  + (K + 8) * SMALLEST_SUBNORMAL)
         bounds["final.alpha"] = [ab] * K

@@ -16,11 +16,22 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import DataError
 from ..rounding import UNIT_ROUNDOFF, float_or_inf, magnitude_float
 from .common import Gram
+
+
+class RegulariserParams(Protocol):
+    """What the state holders read of ``second_order.SecondOrderParams`` (which this module
+    cannot import: ``second_order`` imports it): the regulariser a and its growth."""
+
+    @property
+    def a(self) -> Fraction: ...
+
+    @property
+    def a_growth(self) -> str: ...
 
 #: The fast forms' rank decision for the pseudoinverse: x_t counts as inside span(X) iff its
 #: squared distance to it is at most PINV_RANK_TOL k(x_t, x_t).
@@ -29,10 +40,10 @@ PINV_RANK_TOL = 1e-9
 FRAGILE_FACTOR = 64.0
 
 
-def a_k(p: dict[str, Any], k: int) -> Fraction:
+def a_k(par: RegulariserParams, k: int) -> Fraction:
     """The parameter in force at a trial with k - 1 mistakes before it (a_k, k >= 1)."""
-    a: Fraction = p["a"]
-    return a if p["a_growth"] == "constant" else a * k
+    a: Fraction = par.a
+    return a if par.a_growth == "constant" else a * k
 
 
 def exact_inverse(M: list[list[Any]], one: Any) -> list[list[Any]]:
@@ -84,8 +95,8 @@ class Primal:
     adj' = (d' N - f h h^T) / d with h = N z, an exact division.  The trial's quantities:
     s = f z^T N V / d (V = D v), q = f z^T N z / d, and score = s / (1 + q) = f z^T N V / d'."""
 
-    def __init__(self, rows: list[list[Fraction]], p: dict[str, Any], one: Any):
-        self.p = p
+    def __init__(self, rows: list[list[Fraction]], par: RegulariserParams, one: Any):
+        self.par = par
         n = len(rows[0])
         D = 1
         for row in rows:
@@ -93,8 +104,8 @@ class Primal:
                 D = D * v.denominator // math.gcd(D, v.denominator)
         self.D = D
         self.z = [[int(v * D) for v in row] for row in rows]
-        self.a = a_k(p, 1)
-        self.L = D * D * p["a"].denominator // math.gcd(D * D, p["a"].denominator)
+        self.a = a_k(par, 1)
+        self.L = D * D * par.a.denominator // math.gcd(D * D, par.a.denominator)
         self.f = self.L // (D * D)
         aL = int(self.a * self.L)
         self.N = [[aL ** (n - 1) if i == j else 0 for j in range(n)] for i in range(n)]
@@ -120,7 +131,7 @@ class Primal:
         self.V = [vi + label * zi for vi, zi in zip(self.V, z)]
         self.support.append(j)
         self.k += 1
-        new_a = a_k(self.p, self.k)
+        new_a = a_k(self.par, self.k)
         if new_a != self.a:  # adaptive: a fresh adjugate of M = L (a_k I + C)
             self.a = new_a
             aL = int(new_a * self.L)
@@ -153,9 +164,9 @@ class Primal:
 class Dual:
     """Any kernel, Theorem 3.3: H = (a_k I + G)^{-1} over the mistakes, bordered per mistake."""
 
-    def __init__(self, gram: Gram, p: dict[str, Any], one: Any, conv: Any):
-        self.gram, self.p, self.one, self.conv = gram, p, one, conv
-        self.a = conv(a_k(p, 1))
+    def __init__(self, gram: Gram, par: RegulariserParams, one: Any, conv: Any):
+        self.gram, self.par, self.one, self.conv = gram, par, one, conv
+        self.a = conv(a_k(par, 1))
         self.support: list[int] = []
         self.labels: list[int] = []
         self.H: list[list[Any]] = []
@@ -173,7 +184,7 @@ class Dual:
 
     def mistake(self, j: int, label: int, q: Any) -> None:
         self.k += 1
-        new_a = self.conv(a_k(self.p, self.k))
+        new_a = self.conv(a_k(self.par, self.k))
         self.support.append(j)
         self.labels.append(label)
         if new_a != self.a:
@@ -203,9 +214,9 @@ class IntDual:
     d' = d c' - b'^T N b' and N' = [[(d' N + h h^T) / d, -h], [-h^T, d]] with h = N b',
     every division exact (Bareiss).  Python integers, no gcd: much faster than Fraction."""
 
-    def __init__(self, gram: Gram, p: dict[str, Any]):
-        self.gram, self.p = gram, p
-        self.a = a_k(p, 1)
+    def __init__(self, gram: Gram, par: RegulariserParams):
+        self.gram, self.par = gram, par
+        self.a = a_k(par, 1)
         self.L = self.a.denominator
         self.support: list[int] = []
         self.labels: list[int] = []
@@ -246,7 +257,7 @@ class IntDual:
         self.k += 1
         self.support.append(j)
         self.labels.append(label)
-        new_a = a_k(self.p, self.k)
+        new_a = a_k(self.par, self.k)
         if new_a != self.a:  # adaptive: start again from M = L (a_k I + G)
             self.a = new_a
             g = self.gram
