@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from perceptron_oracle import compare as compare_module
 from perceptron_oracle import golden, verify
-from perceptron_oracle.compare import compare, judge_run
+from perceptron_oracle.compare import compare, follow_branches, judge_run
 from perceptron_oracle.reference.common import following
 from perceptron_oracle.registry import get
 
@@ -85,3 +86,24 @@ def test_a_bug_at_a_trial_that_is_not_fragile_is_found_without_a_branch(case) ->
     t1 = next(t for t in range(total) if t not in (case.expected.fragile or []))
     result = _judge(case, _run(case, {t1}))
     assert not result.ok and result.first_divergence == t1 and result.branches == []
+
+
+@pytest.mark.parametrize("case", CASES[:1])
+def test_a_branch_the_exact_run_cannot_take_ends_the_judging_and_says_so(case) -> None:
+    """A rerun that does not take the branch (as where the update problem is infeasible,
+    exactly): accepted at that trial, the verdict saying the later trials were not judged."""
+    t0 = case.expected.fragile[0]
+    result = follow_branches(case.expected, _run(case, {t0}), lambda trials: case.expected,
+                             case.X, case.tolerance)
+    assert result.ok and result.excused and result.first_divergence == t0
+    assert result.unfollowed and not result.judged_every_trial
+    assert "later trials not judged" in result.describe()
+
+
+@pytest.mark.parametrize("case", CASES[:1])
+def test_branches_beyond_the_limit_end_the_judging(case, monkeypatch) -> None:
+    monkeypatch.setattr(compare_module, "MAX_BRANCHES", 0)
+    t0 = case.expected.fragile[0]
+    result = _judge(case, _run(case, {t0}))
+    assert result.ok and result.first_divergence == t0 and not result.judged_every_trial
+    assert result.unfollowed == "0 branches followed already"
