@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, Generic, TypeVar, cast, overload
 
 from .errors import ParamError
-from .numbers import to_fraction
+from .numbers import brief, to_fraction
 
 
 @dataclass(frozen=True)
@@ -110,11 +110,22 @@ class ParamSchema(Generic[ParamsT]):
         return {name: p.default for name, p in self.params.items()}
 
 
+#: A rational parameter lies within float64's range, 0 or 2^-1074 <= |value| < 2^1024: the
+#: fast forms, the float error models and any outside implementation take it as a double.
+FLOAT64_SMALLEST = Fraction(1, 2**1074)
+FLOAT64_BEYOND = Fraction(2**1024)
+
+
 def _read_rational(name: str, value: Any) -> Fraction:
     try:
-        return to_fraction(value)
+        out = to_fraction(value)
     except (TypeError, ValueError) as exc:
         raise ParamError(f"parameter {name}: {exc}") from None
+    if out and not FLOAT64_SMALLEST <= abs(out) < FLOAT64_BEYOND:
+        raise ParamError(f"parameter {name} must lie within float64's range (0, or 2^-1074 "
+                         f"<= |{name}| < 2^1024: every implementation takes it as a double), "
+                         f"got {brief(out)}")
+    return out
 
 
 def _read_count(name: str, value: Any) -> int | None:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from perceptron_oracle.compare import compare
+from perceptron_oracle.errors import ParamError
 from perceptron_oracle.fast import _compiled
 from perceptron_oracle.fast.driver import FloatRangeError
 from perceptron_oracle.long_runs import stop_excused
@@ -187,3 +188,23 @@ def test_a_score_no_trace_can_hold_is_refused_at_once(algorithm):
         run(algorithm, X, y.astype(np.int64), impl="reference", kernel="rbf:gamma=1",
             epochs=2, record_scores=True).to_json()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("algorithm, params", [
+    ("perceptron", {"b0": "1e400"}), ("perceptron", {"C": "1e400"}),
+    ("perceptron", {"eta": "1e-400"}), ("second_order", {"a": "1e400"}),
+    ("second_order", {"a": "1e-400"}), ("pumma", {"C": "1e400"}), ("pumma", {"C": "1e-400"}),
+    ("alma", {"B": "-1e400"}), ("alma", {"alpha": "1e-400"}), ("romma", {"delta": "1e-400"}),
+])
+def test_a_parameter_beyond_float64s_range_is_one_param_error(algorithm, params):
+    """A rational parameter outside float64's range (which crashed the fast forms, and most
+    references, with OverflowError or ZeroDivisionError) is refused by every implementation
+    with one line naming it."""
+    X = np.array([[1.0, 2.0], [-1.0, 0.5], [0.25, -1.0]])
+    y = np.array([1, -1, 1])
+    (name,) = params
+    for impl in ("reference", "exact", "fast"):
+        with pytest.raises(ParamError, match=f"parameter {name} must lie within float64's "
+                                             "range") as refusal:
+            run(algorithm, X, y, impl=impl, **params)
+        assert "\n" not in str(refusal.value)
