@@ -328,8 +328,12 @@ class LinearRun:
         if self.bound is None or self.alpha[j] < self.bound:
             self._update(t, j, label)
 
+    def _dot(self, j: int) -> int:
+        """a_j.v, the score's integer part (one integer dot product)."""
+        return sum(map(mul, self.data.row(j), self.v))
+
     def _square(self, j: int) -> int:
-        """|a_j|^2."""
+        """|a_j|^2, the lambda term's integer part."""
         out = self._squares.get(j)
         if out is None:
             row = self.data.row(j)
@@ -339,10 +343,9 @@ class LinearRun:
     def _exact_trial(self, t: int, j: int, label: int) -> None:
         """Trial t on example j, exactly (the reference's loop body)."""
         record = self.record
-        dot = sum(map(mul, self.data.row(j), self.v))
         lam_used = bool(self.q_lam) and self.alpha[j] > 0 and self._square(j) != 0
-        N = self.q_B + self.q_eta * dot + (label * self.q_lam * self._square(j)
-                                           if lam_used else 0)
+        N = self.q_B + self.q_eta * self._dot(j) + (label * self.q_lam * self._square(j)
+                                                    if lam_used else 0)
         if record.scores is not None:
             record.scores.append(Fraction(N, self.Q))
         margin = label * N                         # Q y_t score_t
@@ -620,23 +623,13 @@ class _KernelRun(LinearRun):
             self._kernel_columns[u] = out
         return out
 
-    def _exact_trial(self, t: int, j: int, label: int) -> None:
-        record = self.record
-        lam_used = bool(self.q_lam) and self.alpha[j] > 0 and self._kernel_column(j)[j] != 0
-        N = self.q_B + self.q_eta * self.sums[j] + (
-            label * self.q_lam * self._kernel_column(j)[j] if lam_used else 0)
-        if record.scores is not None:
-            record.scores.append(Fraction(N, self.Q))
-        margin = label * N                         # Q y_t score_t
-        if not self.exact_floats and self._fragile(margin, j, lam_used):
-            record.fragile.append(t)
-        if margin <= 0:
-            record.mistakes.append(t)
-        above_tau = margin * self.tau_den > self.tau_num * self.Q
-        if record.decide(t, not above_tau and (self.bound is None or self.alpha[j] < self.bound)):
-            self._update(t, j, label)
-        elif above_tau:
-            self.votes[-1] += 1
+    def _dot(self, j: int) -> int:
+        """sum_i alpha_i y_i f(a_i.a_j), kept for every example."""
+        return self.sums[j]
+
+    def _square(self, j: int) -> int:
+        """f(a_j.a_j), the lambda term's integer part."""
+        return self._kernel_column(j)[j]
 
     def _update(self, t: int, j: int, label: int) -> None:
         if isinstance(self.kernel, PolynomialKernel):
